@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs the e2e suite (test/e2e) against the local control plane, started for the run
+# and stopped afterwards, and reports how many e2e tests ran.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+if ! compgen -G "test/e2e/*_test.go" >/dev/null; then
+  echo "e2e: no e2e tests yet" >&2
+  exit 0
+fi
+# Leave a control plane that a developer started running; stop one started here.
+source hack/local/lib.sh
+is_running kube-apiserver || trap 'hack/local/down.sh' EXIT
+hack/local/up.sh
+go test -count=1 -timeout 30m ./test/e2e/... -v 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok )' || true
+grep -q '^FAIL' _output/e2e.log && exit 1
+echo "e2e tests run: $(grep -cE '^--- (PASS|FAIL)' _output/e2e.log)"
