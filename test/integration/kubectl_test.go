@@ -179,4 +179,3 @@ func waitLine(t *testing.T, lines <-chan string, want string) string {
 		}
 	}
 }
-

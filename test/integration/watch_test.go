@@ -80,7 +80,6 @@ func TestInformerSyncsAndSeesWorkerTransitions(t *testing.T) {
 	}
 }
 
-
 func TestWatchSendInitialEventsEndsWithBookmark(t *testing.T) {
 	e := startServer(t, nil)
 	ctx := context.Background()
