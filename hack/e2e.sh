@@ -13,6 +13,14 @@ fi
 source hack/local/lib.sh
 is_running kube-apiserver || trap 'hack/local/down.sh' EXIT
 hack/local/up.sh
-go test -count=1 -timeout 30m ./test/e2e/... -v 2>&1 | tee _output/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok )' || true
-grep -q '^FAIL' _output/e2e.log && exit 1
-echo "e2e tests run: $(grep -cE '^--- (PASS|FAIL)' _output/e2e.log)"
+mkdir -p _output
+set +e
+go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v >_output/e2e.log 2>&1
+rc=$?
+set -e
+grep -E '^\s*(--- |PASS|FAIL|ok )' _output/e2e.log || true
+echo "e2e tests run: $(grep -cE '^\s*--- (PASS|FAIL)' _output/e2e.log) (log: _output/e2e.log)"
+if [[ $rc -ne 0 ]]; then
+  tail -50 _output/e2e.log >&2
+  exit "$rc"
+fi
