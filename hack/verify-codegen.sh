@@ -9,7 +9,9 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Regenerate in a copy of the tree so the working tree is never touched.
 tar -C "$root" --exclude=./_output --exclude=./.git -cf - . | tar -C "$tmp" -xf -
-mkdir -p "$tmp/_output" && ln -s "$root/_output/codegen-bin" "$tmp/_output/codegen-bin" 2>/dev/null || true
+# Share the installed generators with the tree so they are built once.
+mkdir -p "$root/_output/codegen-bin" "$tmp/_output"
+ln -s "$root/_output/codegen-bin" "$tmp/_output/codegen-bin"
 (cd "$tmp" && hack/update-codegen.sh >/dev/null)
 
 # The copy started equal to the tree, so any difference under these paths is generated
