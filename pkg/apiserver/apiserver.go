@@ -6,6 +6,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	configclientset "github.com/gitsave/gitsave/pkg/generated/clientset/versioned"
 	configinformers "github.com/gitsave/gitsave/pkg/generated/informers/externalversions"
 	"github.com/gitsave/gitsave/pkg/registry/commitrequest"
+	"github.com/gitsave/gitsave/pkg/worker"
 )
 
 // ExtraConfig is gitsave's own configuration.
@@ -44,7 +46,9 @@ type Server struct {
 	Generic         *genericapiserver.GenericAPIServer
 	CommitRequests  *commitrequest.REST
 	ConfigInformers configinformers.SharedInformerFactory
-	Extra           ExtraConfig
+	// Workers is nil when the server runs without a cluster.
+	Workers *worker.Manager
+	Extra   ExtraConfig
 }
 
 // New builds the server from a configuration.
@@ -56,7 +60,7 @@ func (c *Config) New() (*Server, error) {
 	s := &Server{Generic: generic, Extra: c.Extra}
 
 	storageOpts := c.Extra.Storage
-	if c.Extra.ConfigClient != nil {
+	if c.Extra.ConfigClient != nil && c.Extra.KubeClient != nil {
 		s.ConfigInformers = configinformers.NewSharedInformerFactory(c.Extra.ConfigClient, 10*time.Minute)
 		targets := s.ConfigInformers.Config().V1alpha1().GitTargets()
 		storageOpts.Targets = commitrequest.CachedTargets{Lister: targets.Lister(), Client: c.Extra.ConfigClient.ConfigV1alpha1()}
@@ -80,14 +84,44 @@ func (c *Config) New() (*Server, error) {
 		return nil, err
 	}
 	if s.ConfigInformers != nil {
-		if err := generic.AddPostStartHook("gitsave-config-informers", func(hc genericapiserver.PostStartHookContext) error {
-			s.ConfigInformers.Start(hc.Done())
-			return nil
-		}); err != nil {
+		if err := s.runWorkers(); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// runWorkers connects the branch workers: CommitRequests are attached to them, their
+// progress comes back as status, and GitProvider/GitTarget status is written. The
+// workers stop (finalizing and pushing what they hold) before the server exits.
+func (s *Server) runWorkers() error {
+	config := s.ConfigInformers.Config().V1alpha1()
+	manager, err := worker.NewManager(worker.ManagerConfig{
+		Providers: config.GitProviders(),
+		Targets:   config.GitTargets(),
+		Secrets:   worker.SecretsFromClient(s.Extra.KubeClient),
+		DataDir:   filepath.Join(s.Extra.DataDir, "repositories"),
+		Reporter:  s.CommitRequests,
+	})
+	if err != nil {
+		return err
+	}
+	s.Workers = manager
+	s.CommitRequests.SetSaver(manager)
+	status := &worker.StatusWriter{Client: s.Extra.ConfigClient, Manager: manager}
+
+	if err := s.Generic.AddPostStartHook("gitsave-branch-workers", func(hc genericapiserver.PostStartHookContext) error {
+		s.ConfigInformers.Start(hc.Done())
+		go manager.Run(hc)
+		go status.Run(hc)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return s.Generic.AddPreShutdownHook("gitsave-branch-workers", func() error {
+		manager.Stop()
+		return nil
+	})
 }
 
 // Run serves until ctx ends.
