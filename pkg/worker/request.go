@@ -185,13 +185,29 @@ func (w *Worker) observeKey(k save.EditKey, observed time.Time) {
 		if r.state != stateWaitingForEdits {
 			continue
 		}
-		if _, ok := r.barrier[k]; ok && !observed.Before(r.req.Received) {
-			delete(r.barrier, k)
-			if len(r.barrier) == 0 {
-				w.releaseBarrier(r)
+		if observed.Before(r.req.Received) {
+			continue
+		}
+		for b := range r.barrier {
+			if covers(b, k) {
+				delete(r.barrier, b)
+				break
 			}
 		}
+		if len(r.barrier) == 0 {
+			w.releaseBarrier(r)
+		}
 	}
+}
+
+// covers says whether an observed edit satisfies a barrier key. A key without a name
+// is a create made with generateName, whose name was not known at admission: any
+// object of that resource in that namespace satisfies it.
+func covers(barrier, seen save.EditKey) bool {
+	if barrier.Name == "" {
+		barrier.Name = seen.Name
+	}
+	return barrier == seen
 }
 
 // releaseBarrier moves a request past WaitingForEdits: every edit was seen, or

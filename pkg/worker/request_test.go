@@ -211,6 +211,24 @@ func TestBarrierWaitsForAdmittedEdit(t *testing.T) {
 		v1alpha1.ReasonAwaitingPush, v1alpha1.ReasonCommitted}, e.rep.reasons(req.UID))
 }
 
+// A create made with generateName is admitted before its name exists: its barrier
+// key has no name, and any new object of that resource in the namespace meets it.
+func TestBarrierGenerateNameKeyMetByAnyNameOfTheResource(t *testing.T) {
+	e := newEnv(t)
+	e.edit("jane", "a", "v1")
+	e.sync()
+	req := e.request("save", "jane", "With the generated one", 0, key(""))
+	e.w.Attach(req)
+	e.sync()
+	assert.Equal(t, v1alpha1.ReasonWaitingForEdits, e.rep.last(req.UID).Reason)
+
+	e.edit("jane", "web-x7k2q", "v1")
+	e.sync()
+	out := e.rep.terminal(t, req.UID)
+	assert.Equal(t, v1alpha1.ReasonCommitted, out.Reason)
+	assert.Equal(t, 2, out.FilesChanged, "the generated object is in the commit")
+}
+
 // An admitted write that never shows up (it failed after admission) holds
 // the request only until the settle timeout.
 func TestBarrierSettleTimeoutReleases(t *testing.T) {

@@ -43,6 +43,10 @@ type Options struct {
 	Retention time.Duration
 	// Targets checks spec.targetRef.name at create.
 	Targets TargetChecker
+	// Barrier returns the author's edits to resources routed to the target that were
+	// admitted but not yet seen on the watch: the edits made "before Save" that the
+	// request's commit waits for.
+	Barrier func(author, namespace, target string) []save.EditKey
 }
 
 // REST is the storage of commitrequests.
@@ -153,7 +157,11 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 		return nil, err
 	}
 	if s := r.currentSaver(); s != nil {
-		s.Attach(requestFor(stored, r.clock.Now()))
+		req := requestFor(stored, r.clock.Now())
+		if r.opts.Barrier != nil {
+			req.Barrier = r.opts.Barrier(req.Author.Username, req.Namespace, req.Target)
+		}
+		s.Attach(req)
 	}
 	return stored, nil
 }
