@@ -9,12 +9,15 @@ import (
 	"path/filepath"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/gitsave/gitsave/pkg/apis/gitsave"
+	"github.com/gitsave/gitsave/pkg/attribution"
 	configclientset "github.com/gitsave/gitsave/pkg/generated/clientset/versioned"
 	configinformers "github.com/gitsave/gitsave/pkg/generated/informers/externalversions"
 	"github.com/gitsave/gitsave/pkg/registry/commitrequest"
@@ -33,7 +36,21 @@ type ExtraConfig struct {
 	KubeClient kubernetes.Interface
 	// DataDir keeps repository caches and the journal.
 	DataDir string
+	// FactTTL, FallbackAuthor and SettleTimeout configure attribution (see Options).
+	FactTTL        time.Duration
+	FallbackAuthor string
+	SettleTimeout  time.Duration
+	// WebhookClient is how the kube-apiserver reaches the attribution webhook; nil
+	// when gitsave manages no webhook configuration.
+	WebhookClient *admissionregistrationv1.WebhookClientConfig
+	// Clock drives attribution and the workers (default: the real clock).
+	Clock clock.WithTicker
 }
+
+// AttributionWebhookPath is where gitsave serves its admission webhook. It sits behind
+// the server's authentication and authorization: the kube-apiserver calls it with a
+// client certificate, and RBAC allows that identity to post to this path.
+const AttributionWebhookPath = "/webhooks/attribution"
 
 // Config is the whole server configuration.
 type Config struct {
@@ -46,6 +63,8 @@ type Server struct {
 	Generic         *genericapiserver.GenericAPIServer
 	CommitRequests  *commitrequest.REST
 	ConfigInformers configinformers.SharedInformerFactory
+	// Attribution holds the admitted writes that explain watch events.
+	Attribution *attribution.Index
 	// Workers is nil when the server runs without a cluster.
 	Workers *worker.Manager
 	Extra   ExtraConfig
@@ -57,7 +76,12 @@ func (c *Config) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Extra.Clock == nil {
+		c.Extra.Clock = clock.RealClock{}
+	}
 	s := &Server{Generic: generic, Extra: c.Extra}
+	s.Attribution = attribution.NewIndex(c.Extra.Clock, attribution.Options{TTL: c.Extra.FactTTL})
+	generic.Handler.NonGoRestfulMux.Handle(AttributionWebhookPath, attribution.NewWebhook(s.Attribution))
 
 	storageOpts := c.Extra.Storage
 	if c.Extra.ConfigClient != nil && c.Extra.KubeClient != nil {
@@ -102,6 +126,7 @@ func (s *Server) runWorkers() error {
 		Secrets:   worker.SecretsFromClient(s.Extra.KubeClient),
 		DataDir:   filepath.Join(s.Extra.DataDir, "repositories"),
 		Reporter:  s.CommitRequests,
+		Worker:    worker.Config{SettleTimeout: s.Extra.SettleTimeout},
 	})
 	if err != nil {
 		return err

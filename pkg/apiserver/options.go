@@ -3,9 +3,13 @@ package apiserver
 import (
 	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -34,6 +38,27 @@ type Options struct {
 	WatchHistory int
 	// DataDir keeps repository caches and the journal.
 	DataDir string
+	// Attribution configures the admission webhook that records who made each edit.
+	Attribution AttributionOptions
+}
+
+// AttributionOptions configure authorship of mirrored edits.
+type AttributionOptions struct {
+	// WebhookURL is where the kube-apiserver calls the attribution webhook; empty
+	// with WebhookService empty means no webhook configuration is managed.
+	WebhookURL string
+	// WebhookService is "namespace/name:port" of the Service in front of gitsave.
+	WebhookService string
+	// WebhookCAFile is the CA bundle the kube-apiserver verifies gitsave's serving
+	// certificate with.
+	WebhookCAFile string
+	// FactTTL bounds how long an admitted write can explain a watch event.
+	FactTTL time.Duration
+	// FallbackAuthor is the author of edits with no admission fact (a write the
+	// webhook did not see, e.g. by a controller).
+	FallbackAuthor string
+	// SettleTimeout bounds how long a Save waits for edits admitted before it.
+	SettleTimeout time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -43,6 +68,11 @@ func NewOptions() *Options {
 		Retention:    time.Hour,
 		WatchHistory: 1000,
 		DataDir:      "/var/lib/gitsave",
+		Attribution: AttributionOptions{
+			FactTTL:        30 * time.Second,
+			FallbackAuthor: "gitsave:unattributed",
+			SettleTimeout:  2 * time.Second,
+		},
 	}
 	// CommitRequests live in memory; there is no etcd.
 	o.Recommended.Etcd = nil
@@ -59,6 +89,19 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WatchHistory, "watch-history", o.WatchHistory,
 		"How many changes to CommitRequests are kept for watches resuming from a resourceVersion; older ones get 410 Gone.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Folder for repository caches and the request journal.")
+	a := &o.Attribution
+	fs.StringVar(&a.WebhookURL, "attribution-webhook-url", a.WebhookURL,
+		"URL the kube-apiserver calls for the attribution admission webhook (path "+AttributionWebhookPath+"); gitsave keeps a ValidatingWebhookConfiguration pointing there.")
+	fs.StringVar(&a.WebhookService, "attribution-webhook-service", a.WebhookService,
+		"Service in front of gitsave for the attribution webhook, as namespace/name:port (instead of --attribution-webhook-url).")
+	fs.StringVar(&a.WebhookCAFile, "attribution-webhook-ca-file", a.WebhookCAFile,
+		"CA bundle the kube-apiserver verifies gitsave's serving certificate with when it calls the webhook.")
+	fs.DurationVar(&a.FactTTL, "attribution-fact-ttl", a.FactTTL,
+		"How long an admitted write can explain a watch event; older facts are dropped.")
+	fs.StringVar(&a.FallbackAuthor, "fallback-author", a.FallbackAuthor,
+		"Author of mirrored edits that no admission fact explains.")
+	fs.DurationVar(&a.SettleTimeout, "save-settle-timeout", a.SettleTimeout,
+		"How long a CommitRequest waits for edits its author made just before it that are not yet seen on the watch.")
 }
 
 // Validate checks the options.
@@ -69,6 +112,21 @@ func (o *Options) Validate() error {
 	}
 	if o.WatchHistory < 1 {
 		errs = append(errs, fmt.Errorf("--watch-history must be at least 1"))
+	}
+	a := o.Attribution
+	if a.WebhookURL != "" && a.WebhookService != "" {
+		errs = append(errs, fmt.Errorf("--attribution-webhook-url and --attribution-webhook-service are exclusive"))
+	}
+	if a.WebhookService != "" {
+		if _, _, _, err := parseService(a.WebhookService); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.FactTTL <= 0 || a.SettleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--attribution-fact-ttl and --save-settle-timeout must be positive"))
+	}
+	if a.FallbackAuthor == "" {
+		errs = append(errs, fmt.Errorf("--fallback-author must not be empty"))
 	}
 	return utilerrors.NewAggregate(errs)
 }
@@ -97,14 +155,21 @@ func (o *Options) Config() (*Config, error) {
 		return nil, err
 	}
 
+	webhook, err := o.Attribution.clientConfig()
+	if err != nil {
+		return nil, err
+	}
 	cfg := &Config{Generic: generic, Extra: ExtraConfig{
-		Storage: commitrequest.Options{HistorySize: o.WatchHistory, Retention: o.Retention},
-		DataDir: o.DataDir,
+		Storage:        commitrequest.Options{HistorySize: o.WatchHistory, Retention: o.Retention},
+		DataDir:        o.DataDir,
+		FactTTL:        o.Attribution.FactTTL,
+		FallbackAuthor: o.Attribution.FallbackAuthor,
+		SettleTimeout:  o.Attribution.SettleTimeout,
+		WebhookClient:  webhook,
 	}}
 	// generic.ClientConfig is the cluster connection from --kubeconfig (or in-cluster);
 	// standalone without --kubeconfig has none.
 	if generic.ClientConfig != nil {
-		var err error
 		if cfg.Extra.ConfigClient, err = configclientset.NewForConfig(generic.ClientConfig); err != nil {
 			return nil, err
 		}
@@ -127,4 +192,46 @@ func (o *Options) applyStandalone() {
 	if r.CoreAPI != nil && r.CoreAPI.CoreAPIKubeconfigPath == "" {
 		r.CoreAPI = nil
 	}
+}
+
+// clientConfig is how the kube-apiserver reaches the attribution webhook; nil when
+// none is configured.
+func (a AttributionOptions) clientConfig() (*admissionregistrationv1.WebhookClientConfig, error) {
+	if a.WebhookURL == "" && a.WebhookService == "" {
+		return nil, nil
+	}
+	cc := &admissionregistrationv1.WebhookClientConfig{}
+	if a.WebhookCAFile != "" {
+		ca, err := os.ReadFile(a.WebhookCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--attribution-webhook-ca-file: %w", err)
+		}
+		cc.CABundle = ca
+	}
+	if a.WebhookURL != "" {
+		cc.URL = &a.WebhookURL
+		return cc, nil
+	}
+	ns, name, port, err := parseService(a.WebhookService)
+	if err != nil {
+		return nil, err
+	}
+	path := AttributionWebhookPath
+	cc.Service = &admissionregistrationv1.ServiceReference{Namespace: ns, Name: name, Port: &port, Path: &path}
+	return cc, nil
+}
+
+// parseService reads namespace/name:port.
+func parseService(s string) (namespace, name string, port int32, err error) {
+	bad := fmt.Errorf("--attribution-webhook-service %q: want namespace/name:port", s)
+	nsName, portText, ok := strings.Cut(s, ":")
+	namespace, name, ok2 := strings.Cut(nsName, "/")
+	if !ok || !ok2 || namespace == "" || name == "" {
+		return "", "", 0, bad
+	}
+	p, perr := strconv.ParseInt(portText, 10, 32)
+	if perr != nil || p <= 0 || p > 65535 {
+		return "", "", 0, bad
+	}
+	return namespace, name, int32(p), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/gitsave/gitsave/pkg/apiserver"
@@ -79,4 +80,10 @@ func (e *env) client(t *testing.T, c *rest.Config) versioned.Interface {
 
 func (e *env) jane(t *testing.T) versioned.Interface {
 	return e.client(t, e.As("jane", "editors"))
+}
+
+func withJSON(c *rest.Config) *rest.Config {
+	c = rest.CopyConfig(c)
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return c
 }
