@@ -74,6 +74,6 @@ func logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
-		log.Printf("%s %s?%s %d %s", r.Method, r.URL.Path, r.URL.RawQuery, sw.status, time.Since(start).Round(time.Millisecond))
+		log.Printf("%s %s %d %s", r.Method, r.URL.RequestURI(), sw.status, time.Since(start).Round(time.Millisecond))
 	})
 }

@@ -98,3 +98,15 @@ wait_http() {
 # newer_than_process NAME BINARY: the binary was rebuilt after NAME was started
 # (the pid file is written at start, so its mtime is the start time).
 newer_than_process() { [[ $2 -nt $LOCAL_DIR/$1.pid ]]; }
+
+# restart_if_args_changed NAME ARGS...: stop NAME when it runs with other arguments
+# than these (recorded at start), so the caller starts it again with the new ones.
+restart_if_args_changed() {
+  local name=$1; shift
+  local want; want=$(printf '%s\n' "$@" | sha256sum | cut -d' ' -f1)
+  if is_running "$name" && [[ "$(cat "$LOCAL_DIR/$name.args" 2>/dev/null)" != "$want" ]]; then
+    log "$name arguments changed; restarting it"
+    stop "$name"
+  fi
+  echo "$want" > "$LOCAL_DIR/$name.args"
+}

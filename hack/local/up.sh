@@ -119,6 +119,31 @@ if [[ ! -f $PKI/done ]]; then
   openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
   touch "$PKI/done"
 fi
+# The kube-apiserver's identity when it calls admission webhooks (added after the
+# first PKI layout, so made on its own when missing).
+[[ -f $PKI/webhook-client.crt ]] || cert webhook-client ca /CN=kube-apiserver-webhook-client \
+  "keyUsage=critical,digitalSignature,keyEncipherment" "extendedKeyUsage=clientAuth"
+
+# Admission configuration: webhooks are called with that client certificate.
+cat > "$LOCAL_DIR/webhook-kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: $PKI/webhook-client.crt
+    client-key: $PKI/webhook-client.key
+EOF
+cat > "$LOCAL_DIR/admission-config.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $LOCAL_DIR/webhook-kubeconfig
+EOF
 
 # Bearer tokens: token,user,uid,"groups" (kube-apiserver --token-auth-file format).
 if [[ ! -f $LOCAL_DIR/tokens.csv ]]; then
@@ -144,26 +169,29 @@ if ! is_running etcd; then
 fi
 wait_http etcd "http://127.0.0.1:$ETCD_PORT/health"
 
-if ! is_running kube-apiserver; then
-  # --shutdown-send-retry-after: otherwise SIGTERM waits 60 s while any watch is open.
-  # --requestheader-*/--proxy-client-*: the aggregation layer (front proxy to gitsave).
-  start_bg kube-apiserver "$BIN/kube-apiserver" \
-    --bind-address 127.0.0.1 --secure-port "$KUBE_PORT" --cert-dir "$LOCAL_DIR" \
-    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
-    --tls-cert-file "$PKI/kube-apiserver.crt" --tls-private-key-file "$PKI/kube-apiserver.key" \
-    --client-ca-file "$PKI/ca.crt" --token-auth-file "$LOCAL_DIR/tokens.csv" \
-    --authorization-mode RBAC \
-    --service-account-issuer https://kubernetes.default.svc \
-    --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-    --service-cluster-ip-range 10.0.0.0/24 \
-    --shutdown-send-retry-after=true \
-    --requestheader-client-ca-file "$PKI/front-proxy-ca.crt" \
-    --requestheader-allowed-names front-proxy-client \
-    --requestheader-username-headers X-Remote-User \
-    --requestheader-group-headers X-Remote-Group \
-    --requestheader-extra-headers-prefix X-Remote-Extra- \
-    --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key"
-fi
+# --shutdown-send-retry-after: otherwise SIGTERM waits 60 s while any watch is open.
+# --requestheader-*/--proxy-client-*: the aggregation layer (front proxy to gitsave).
+# --admission-control-config-file: webhooks are called with a client certificate.
+kube_args=(
+  --bind-address 127.0.0.1 --secure-port "$KUBE_PORT" --cert-dir "$LOCAL_DIR"
+  --etcd-servers "http://127.0.0.1:$ETCD_PORT"
+  --tls-cert-file "$PKI/kube-apiserver.crt" --tls-private-key-file "$PKI/kube-apiserver.key"
+  --client-ca-file "$PKI/ca.crt" --token-auth-file "$LOCAL_DIR/tokens.csv"
+  --authorization-mode RBAC
+  --service-account-issuer https://kubernetes.default.svc
+  --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key"
+  --service-cluster-ip-range 10.0.0.0/24
+  --shutdown-send-retry-after=true
+  --admission-control-config-file "$LOCAL_DIR/admission-config.yaml"
+  --requestheader-client-ca-file "$PKI/front-proxy-ca.crt"
+  --requestheader-allowed-names front-proxy-client
+  --requestheader-username-headers X-Remote-User
+  --requestheader-group-headers X-Remote-Group
+  --requestheader-extra-headers-prefix X-Remote-Extra-
+  --proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key"
+)
+restart_if_args_changed kube-apiserver "${kube_args[@]}"
+is_running kube-apiserver || start_bg kube-apiserver "$BIN/kube-apiserver" "${kube_args[@]}"
 wait_http kube-apiserver "https://127.0.0.1:$KUBE_PORT/readyz" --cacert "$PKI/ca.crt"
 
 # kubeconfig NAME USER-YAML: written directly (20 kubectl config calls take ~1 s).
@@ -232,16 +260,19 @@ else
     log "gitsave-apiserver was rebuilt; restarting it"
     stop gitsave-apiserver
   fi
-  if ! is_running gitsave-apiserver; then
-    mkdir -p "$LOCAL_DIR/gitsave"
-    # shellcheck disable=SC2086 # GITSAVE_EXTRA_ARGS is meant to be word-split
-    start_bg gitsave-apiserver "$BIN/gitsave-apiserver" \
-      --bind-address 127.0.0.1 --secure-port "$GITSAVE_PORT" \
-      --tls-cert-file "$PKI/gitsave.crt" --tls-private-key-file "$PKI/gitsave.key" \
-      --kubeconfig "$KC-gitsave" --authentication-kubeconfig "$KC-gitsave" \
-      --authorization-kubeconfig "$KC-gitsave" --data-dir "$LOCAL_DIR/gitsave" \
-      ${GITSAVE_EXTRA_ARGS:-}
-  fi
+  mkdir -p "$LOCAL_DIR/gitsave"
+  # shellcheck disable=SC2206 # GITSAVE_EXTRA_ARGS is meant to be word-split
+  gitsave_args=(
+    --bind-address 127.0.0.1 --secure-port "$GITSAVE_PORT"
+    --tls-cert-file "$PKI/gitsave.crt" --tls-private-key-file "$PKI/gitsave.key"
+    --kubeconfig "$KC-gitsave" --authentication-kubeconfig "$KC-gitsave"
+    --authorization-kubeconfig "$KC-gitsave" --data-dir "$LOCAL_DIR/gitsave"
+    --attribution-webhook-url "https://127.0.0.1:$GITSAVE_PORT/webhooks/attribution"
+    --attribution-webhook-ca-file "$PKI/gitsave-ca.crt"
+    ${GITSAVE_EXTRA_ARGS:-}
+  )
+  restart_if_args_changed gitsave-apiserver "${gitsave_args[@]}"
+  is_running gitsave-apiserver || start_bg gitsave-apiserver "$BIN/gitsave-apiserver" "${gitsave_args[@]}"
   # Only the leader is Ready; a single local instance becomes leader within a lease.
   wait_http gitsave-apiserver "https://127.0.0.1:$GITSAVE_PORT/readyz" --cacert "$PKI/gitsave-ca.crt" \
     -H "Authorization: Bearer $(token_of admin)"

@@ -68,7 +68,7 @@ func (s *Server) NewRepo(t testing.TB, name string) string {
 
 // BeforeNextReceivePack runs f once, just before the next push's pack reaches
 // git: the moment between a client reading the remote head and updating it,
-// to provoke a lost compare-and-swap race.
+// to provoke a lost compare-and-swap race. f runs on the server's goroutine.
 func (s *Server) BeforeNextReceivePack(f func()) {
 	s.mu.Lock()
 	s.before = f
