@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -20,7 +21,9 @@ import (
 	"github.com/gitsave/gitsave/pkg/attribution"
 	configclientset "github.com/gitsave/gitsave/pkg/generated/clientset/versioned"
 	configinformers "github.com/gitsave/gitsave/pkg/generated/informers/externalversions"
+	"github.com/gitsave/gitsave/pkg/ingest"
 	"github.com/gitsave/gitsave/pkg/registry/commitrequest"
+	"github.com/gitsave/gitsave/pkg/save"
 	"github.com/gitsave/gitsave/pkg/worker"
 )
 
@@ -32,8 +35,11 @@ type ExtraConfig struct {
 	// ConfigClient reads GitProviders, GitTargets and WatchRules; nil when the server
 	// runs standalone without a cluster.
 	ConfigClient configclientset.Interface
-	// KubeClient reads Secrets and watched resources; nil when standalone.
+	// KubeClient reads Secrets, discovers resources and manages the webhook
+	// configuration; nil when standalone.
 	KubeClient kubernetes.Interface
+	// Dynamic watches the mirrored resources; nil when standalone.
+	Dynamic dynamic.Interface
 	// DataDir keeps repository caches and the journal.
 	DataDir string
 	// FactTTL, FallbackAuthor and SettleTimeout configure attribution (see Options).
@@ -65,8 +71,9 @@ type Server struct {
 	ConfigInformers configinformers.SharedInformerFactory
 	// Attribution holds the admitted writes that explain watch events.
 	Attribution *attribution.Index
-	// Workers is nil when the server runs without a cluster.
+	// Workers and Ingest are nil when the server runs without a cluster.
 	Workers *worker.Manager
+	Ingest  *ingest.Controller
 	Extra   ExtraConfig
 }
 
@@ -84,6 +91,12 @@ func (c *Config) New() (*Server, error) {
 	generic.Handler.NonGoRestfulMux.Handle(AttributionWebhookPath, attribution.NewWebhook(s.Attribution))
 
 	storageOpts := c.Extra.Storage
+	storageOpts.Barrier = func(author, namespace, target string) []save.EditKey {
+		if s.Ingest == nil {
+			return nil
+		}
+		return s.Ingest.BarrierKeys(author, namespace, target)
+	}
 	if c.Extra.ConfigClient != nil && c.Extra.KubeClient != nil {
 		s.ConfigInformers = configinformers.NewSharedInformerFactory(c.Extra.ConfigClient, 10*time.Minute)
 		targets := s.ConfigInformers.Config().V1alpha1().GitTargets()
@@ -135,10 +148,37 @@ func (s *Server) runWorkers() error {
 	s.CommitRequests.SetSaver(manager)
 	status := &worker.StatusWriter{Client: s.Extra.ConfigClient, Manager: manager}
 
+	if s.Extra.Dynamic != nil {
+		s.Ingest, err = ingest.NewController(ingest.Config{
+			Dynamic:    s.Extra.Dynamic,
+			Discovery:  s.Extra.KubeClient.Discovery(),
+			WatchRules: config.WatchRules(),
+			Targets:    config.GitTargets(),
+			Client:     s.Extra.ConfigClient,
+			Index:      s.Attribution,
+			Sink:       manager,
+			Fallback:   save.Author{Username: s.Extra.FallbackAuthor},
+			Clock:      s.Extra.Clock,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var webhookConfig *ingest.WebhookConfigReconciler
+	if s.Ingest != nil && s.Extra.WebhookClient != nil {
+		webhookConfig = &ingest.WebhookConfigReconciler{Client: s.Extra.KubeClient, ClientConfig: *s.Extra.WebhookClient}
+	}
+
 	if err := s.Generic.AddPostStartHook("gitsave-branch-workers", func(hc genericapiserver.PostStartHookContext) error {
 		s.ConfigInformers.Start(hc.Done())
 		go manager.Run(hc)
 		go status.Run(hc)
+		if s.Ingest != nil {
+			go s.Ingest.Run(hc)
+		}
+		if webhookConfig != nil {
+			go webhookConfig.Run(hc, s.Ingest)
+		}
 		return nil
 	}); err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	netutils "k8s.io/utils/net"
 
@@ -174,6 +175,9 @@ func (o *Options) Config() (*Config, error) {
 			return nil, err
 		}
 		if cfg.Extra.KubeClient, err = kubernetes.NewForConfig(generic.ClientConfig); err != nil {
+			return nil, err
+		}
+		if cfg.Extra.Dynamic, err = dynamic.NewForConfig(generic.ClientConfig); err != nil {
 			return nil, err
 		}
 	}
