@@ -15,6 +15,12 @@ import (
 // its own branch with a long commit window, so only a Save commits.
 func target(t *testing.T, ns, name string) (branch string) {
 	t.Helper()
+	return targetWithWindow(t, ns, name, "5m")
+}
+
+// targetWithWindow is target with another commit window.
+func targetWithWindow(t *testing.T, ns, name, window string) (branch string) {
+	t.Helper()
 	branch = ns + "-" + name
 	as(t, "admin", ns).must(fmt.Sprintf(`apiVersion: config.gitsave.dev/v1alpha1
 kind: GitProvider
@@ -30,8 +36,8 @@ spec:
   providerRef: {name: remote}
   branch: %[3]s
   path: clusters/%[2]s
-  commitWindow: 5m
-`, env["GIT_REMOTE_URL"], name, branch), "apply", "-f", "-")
+  commitWindow: %[4]s
+`, env["GIT_REMOTE_URL"], name, branch, window), "apply", "-f", "-")
 	return branch
 }
 

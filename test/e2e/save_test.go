@@ -21,7 +21,13 @@ import (
 // Deployments of the namespace, and waits until the WatchRule is Ready.
 func mirror(t *testing.T, ns, name string) (branch string) {
 	t.Helper()
-	branch = target(t, ns, name)
+	return mirrorWithWindow(t, ns, name, "5m")
+}
+
+// mirrorWithWindow is mirror with another commit window.
+func mirrorWithWindow(t *testing.T, ns, name, window string) (branch string) {
+	t.Helper()
+	branch = targetWithWindow(t, ns, name, window)
 	admin := as(t, "admin", ns)
 	admin.must(fmt.Sprintf(`apiVersion: config.gitsave.dev/v1alpha1
 kind: WatchRule
