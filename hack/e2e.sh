@@ -15,7 +15,7 @@ is_running kube-apiserver || trap 'hack/local/down.sh' EXIT
 hack/local/up.sh
 mkdir -p _output
 set +e
-go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v >_output/e2e.log 2>&1
+GITSAVE_LOCAL_ENV=$LOCAL_DIR/env.sh go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v >_output/e2e.log 2>&1
 rc=$?
 set -e
 grep -E '^\s*(--- |PASS|FAIL|ok )' _output/e2e.log || true

@@ -5,7 +5,9 @@
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$ROOT/_output/bin
-LOCAL_DIR=$ROOT/_output/local
+# GITSAVE_LOCAL_DIR runs a second, independent control plane (e.g. for benchmarks),
+# together with other LOCAL_*_PORT values.
+LOCAL_DIR=${GITSAVE_LOCAL_DIR:-$ROOT/_output/local}
 PKI=$LOCAL_DIR/pki
 
 # Ports: overridable, but run down.sh before changing them (running processes keep theirs).
