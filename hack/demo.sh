@@ -77,7 +77,8 @@ sed 's/^/    /' <<<"$bundle"
 jane apply -f - <<<"$bundle"
 
 say "gitsave attributes the Save to jane, collects the bundle, commits and pushes"
-jane get commitrequest "$save" --watch --output-watch-events &
+# kubectl itself in the background (not through the function), so kill reaches it.
+kubectl --kubeconfig "$KUBECONFIG_JANE" -n demo get commitrequest "$save" --watch --output-watch-events &
 watcher=$!
 jane wait --for=condition=Ready "commitrequest/$save" --timeout=120s >/dev/null
 sleep 1
