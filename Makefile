@@ -1,7 +1,7 @@
 # gitsave — the two set-up commands are `make demo` and `make test` (see README.md).
 SHELL := /usr/bin/env bash
 BIN := _output/bin
-GO_TEST_FLAGS ?=
+GO_TEST_FLAGS ?= -race
 
 .PHONY: all build test unit integration e2e verify codegen local-up local-down demo clean deps
 
@@ -45,3 +45,8 @@ demo:
 clean:
 	hack/local/down.sh --purge
 	rm -rf _output
+
+# bench runs the benchmarks on a control plane of its own and writes docs/benchmarks.md.
+.PHONY: bench
+bench:
+	bench/run.sh
