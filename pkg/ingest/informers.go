@@ -219,10 +219,10 @@ func (w *watcher) upsert(op string, obj any) {
 	mirroredBefore := prev != nil && !prev.controlled
 	switch {
 	case !next.controlled && (changed || !mirroredBefore):
-		c.submitLocked(w.key, name, next.content, c.authorOr(author, attributed), key, observed)
+		c.submitLocked(w.key, name, next.content, c.authorOr(author, attributed), key)
 	case next.controlled && mirroredBefore:
 		// A controller adopted it: its owner is what is mirrored now.
-		c.submitLocked(w.key, name, nil, c.authorOr(author, attributed), key, observed)
+		c.submitLocked(w.key, name, nil, c.authorOr(author, attributed), key)
 	}
 }
 
@@ -260,7 +260,7 @@ func (w *watcher) remove(obj any) {
 		author, attributed = c.cfg.Index.MatchEvent(attribution.Event{Key: key, Operation: attribution.OpDelete, Observed: observed})
 	}
 	if prev != nil && !prev.controlled {
-		c.submitLocked(w.key, name, nil, c.authorOr(author, attributed), key, observed)
+		c.submitLocked(w.key, name, nil, c.authorOr(author, attributed), key)
 	}
 }
 

@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"time"
 
 	"github.com/gitsave/gitsave/pkg/ingest/sanitize"
 	"github.com/gitsave/gitsave/pkg/save"
@@ -110,8 +109,12 @@ func (c *Controller) desiredLocked(tr targetRoute) (map[string][]byte, bool) {
 	return desired, true
 }
 
-// submitLocked sends one edit to every target the watch feeds.
-func (c *Controller) submitLocked(k informerKey, name string, content []byte, author save.Author, key save.EditKey, observed time.Time) {
+// submitLocked sends one edit to every target the watch feeds. The edit is stamped
+// now, after its admission fact was matched: a CommitRequest that still found that
+// fact pending (its ordering barrier) was received before the match, so the worker
+// sees the edit as arriving after the request and releases the barrier.
+func (c *Controller) submitLocked(k informerKey, name string, content []byte, author save.Author, key save.EditKey) {
+	observed := c.cfg.Clock.Now()
 	for _, t := range c.routes.byInformer[k] {
 		tr := c.routes.targets[t]
 		c.cfg.Sink.Submit(worker.Event{
