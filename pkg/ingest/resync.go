@@ -1,7 +1,6 @@
 package ingest
 
 import (
-
 	"github.com/gitsave/gitsave/pkg/ingest/sanitize"
 	"github.com/gitsave/gitsave/pkg/save"
 	"github.com/gitsave/gitsave/pkg/worker"
