@@ -31,7 +31,9 @@ count=${GOBENCH_COUNT:-5}
 benchtime=${GOBENCH_TIME:-1s}
 say() { printf '[bench %3ds] %s\n' "$SECONDS" "$*" >&2; }
 
-mkdir -p "$out/bin"
+mkdir -p "$out/bin" "$root/_output/bin"
+# Measure the server of this tree, never a binary left from an earlier build.
+go build -o "$root/_output/bin/gitsave-apiserver" ./cmd/apiserver
 go build -o "$out/bin/loaddriver" ./bench/cmd/loaddriver
 go build -o "$out/bin/benchreport" ./bench/cmd/benchreport
 go test -c -o "$out/bin/gitbench.test" ./bench/gitbench
