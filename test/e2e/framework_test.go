@@ -5,7 +5,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/gitsave/gitsave/test/localenv"
 )
 
 // env is what hack/local/up.sh wrote to _output/local/env.sh.
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		path = "../../_output/local/env.sh"
 	}
 	var err error
-	if env, err = readEnv(path); err != nil {
+	if env, err = localenv.Read(path); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\nthe e2e suite runs on the local control plane: use `make e2e`\n", err)
 		os.Exit(1)
 	}
@@ -38,23 +39,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
-}
-
-func readEnv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && !strings.HasPrefix(line, "#") {
-			out[k] = strings.Trim(v, `"'`)
-		}
-	}
-	return out, s.Err()
 }
 
 // user is a person at a terminal with their own kubeconfig.

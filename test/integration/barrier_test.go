@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,14 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	k8sfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
 	configv1alpha1 "github.com/gitsave/gitsave/pkg/apis/config/v1alpha1"
 	"github.com/gitsave/gitsave/pkg/apis/gitsave/v1alpha1"
 	"github.com/gitsave/gitsave/pkg/apiserver"
 	"github.com/gitsave/gitsave/pkg/apiserver/apiservertest"
-	"github.com/gitsave/gitsave/pkg/generated/clientset/versioned/fake"
 	"github.com/gitsave/gitsave/pkg/git/gittest"
 	"github.com/gitsave/gitsave/pkg/save"
 )
@@ -47,26 +44,10 @@ func startMirror(t *testing.T) *mirrorEnv {
 	t.Helper()
 	remote := gittest.NewServer(t, "", "gitsave", "s3cret")
 	e := &mirrorEnv{repo: remote.NewRepo(t, "demo.git")}
-	configClient := fake.NewSimpleClientset(
-		&configv1alpha1.GitProvider{
-			ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: "demo"},
-			Spec: configv1alpha1.GitProviderSpec{URL: remote.URL("demo.git"),
-				SecretRef: &configv1alpha1.LocalObjectReference{Name: "git-creds"}},
-		},
-		&configv1alpha1.GitTarget{
-			ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "demo"},
-			Spec: configv1alpha1.GitTargetSpec{ProviderRef: configv1alpha1.LocalObjectReference{Name: "repo"},
-				Branch: "main", Path: "clusters/dev", CommitWindow: metav1.Duration{Duration: 5 * time.Minute}, MaxWindowEvents: 1000},
-		},
-		&configv1alpha1.WatchRule{
-			ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "demo"},
-			Spec: configv1alpha1.WatchRuleSpec{TargetRef: configv1alpha1.LocalObjectReference{Name: "dev"},
-				Rules: []configv1alpha1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}}}},
-		},
-	)
-	kubeClient := k8sfake.NewSimpleClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: "demo"},
-		Data:       map[string][]byte{"username": []byte("gitsave"), "password": []byte("s3cret")},
+	configClient, kubeClient := gitConfig(remote.URL("demo.git"), &configv1alpha1.WatchRule{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "demo"},
+		Spec: configv1alpha1.WatchRuleSpec{TargetRef: configv1alpha1.LocalObjectReference{Name: "dev"},
+			Rules: []configv1alpha1.ResourceRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}}}},
 	})
 	kubeClient.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*metav1.APIResourceList{{
 		GroupVersion: "v1",

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
@@ -31,22 +32,7 @@ func TestSaveRoundTrip(t *testing.T) {
 	remote := gittest.NewServer(t, "", "gitsave", "s3cret")
 	repoDir := remote.NewRepo(t, "demo.git")
 
-	configClient := fake.NewSimpleClientset(
-		&configv1alpha1.GitProvider{
-			ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: "demo"},
-			Spec: configv1alpha1.GitProviderSpec{URL: remote.URL("demo.git"),
-				SecretRef: &configv1alpha1.LocalObjectReference{Name: "git-creds"}},
-		},
-		&configv1alpha1.GitTarget{
-			ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "demo"},
-			Spec: configv1alpha1.GitTargetSpec{ProviderRef: configv1alpha1.LocalObjectReference{Name: "repo"},
-				Branch: "main", Path: "clusters/dev", CommitWindow: metav1.Duration{Duration: 5 * time.Minute}, MaxWindowEvents: 1000},
-		},
-	)
-	kubeClient := k8sfake.NewSimpleClientset(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: "demo"},
-		Data:       map[string][]byte{"username": []byte("gitsave"), "password": []byte("s3cret")},
-	})
+	configClient, kubeClient := gitConfig(remote.URL("demo.git"))
 	srv := apiservertest.Start(t, nil, func(c *apiserver.Config) {
 		c.Extra.ConfigClient = configClient
 		c.Extra.KubeClient = kubeClient
@@ -117,4 +103,27 @@ func TestSaveRoundTrip(t *testing.T) {
 	content, ok := gittest.ShowFile(t, repoDir, "main", "clusters/dev/demo/configmaps/web.yaml")
 	require.True(t, ok)
 	assert.Contains(t, string(content), "replicas: \"3\"")
+}
+
+// gitConfig is the fake cluster's side of a target: GitProvider demo/repo for url with
+// the credentials Secret demo/git-creds, GitTarget demo/dev (folder clusters/dev on
+// main, a long commit window), and any further config objects.
+func gitConfig(url string, more ...runtime.Object) (*fake.Clientset, *k8sfake.Clientset) {
+	objects := append([]runtime.Object{
+		&configv1alpha1.GitProvider{
+			ObjectMeta: metav1.ObjectMeta{Name: "repo", Namespace: "demo"},
+			Spec: configv1alpha1.GitProviderSpec{URL: url,
+				SecretRef: &configv1alpha1.LocalObjectReference{Name: "git-creds"}},
+		},
+		&configv1alpha1.GitTarget{
+			ObjectMeta: metav1.ObjectMeta{Name: "dev", Namespace: "demo"},
+			Spec: configv1alpha1.GitTargetSpec{ProviderRef: configv1alpha1.LocalObjectReference{Name: "repo"},
+				Branch: "main", Path: "clusters/dev", CommitWindow: metav1.Duration{Duration: 5 * time.Minute}, MaxWindowEvents: 1000},
+		},
+	}, more...)
+	kubeClient := k8sfake.NewSimpleClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: "demo"},
+		Data:       map[string][]byte{"username": []byte("gitsave"), "password": []byte("s3cret")},
+	})
+	return fake.NewSimpleClientset(objects...), kubeClient
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -22,6 +21,7 @@ import (
 	"github.com/gitsave/gitsave/bench/internal/proc"
 	"github.com/gitsave/gitsave/bench/internal/results"
 	"github.com/gitsave/gitsave/pkg/generated/clientset/versioned"
+	"github.com/gitsave/gitsave/test/localenv"
 )
 
 // cluster is the bench control plane, as hack/local/up.sh left it.
@@ -44,23 +44,6 @@ type cluster struct {
 	procs map[string]proc.Proc // etcd, kube-apiserver, git-http-server, gitsave-apiserver
 }
 
-func readEnv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := strings.TrimSpace(s.Text())
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok && !strings.HasPrefix(line, "#") {
-			out[k] = strings.Trim(v, `"'`)
-		}
-	}
-	return out, s.Err()
-}
-
 // restConfig loads a kubeconfig with client-side rate limits high enough
 // that the driver, not client-go's default 5 QPS, never sets the pace.
 func restConfig(path string) (*rest.Config, error) {
@@ -74,7 +57,7 @@ func restConfig(path string) (*rest.Config, error) {
 }
 
 func newCluster(envPath, gitsaveURL string) (*cluster, error) {
-	env, err := readEnv(envPath)
+	env, err := localenv.Read(envPath)
 	if err != nil {
 		return nil, fmt.Errorf("%v (start the bench instance with hack/local/up.sh first; see bench/run.sh)", err)
 	}
