@@ -5,7 +5,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,11 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/gitsave/gitsave/test/kubectltest"
 	"github.com/gitsave/gitsave/test/localenv"
 )
 
@@ -50,34 +48,26 @@ type user struct {
 
 func as(t *testing.T, name, namespace string) user { return user{t: t, name: name, ns: namespace} }
 
-func (u user) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	kubeconfig := env["KUBECONFIG_"+strings.ToUpper(u.name)]
-	full := append([]string{"--kubeconfig", kubeconfig}, args...)
-	if u.ns != "" {
-		full = append([]string{"-n", u.ns}, full...)
+func (u user) kubectl() kubectltest.Kubectl {
+	return kubectltest.Kubectl{
+		Kubeconfig: env["KUBECONFIG_"+strings.ToUpper(u.name)],
+		CacheDir:   filepath.Join(os.TempDir(), "gitsave-e2e-kubecache-"+u.name),
+		Namespace:  u.ns,
 	}
-	cmd := exec.CommandContext(ctx, "kubectl", full...)
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(os.TempDir(), "gitsave-e2e-kubecache-"+u.name))
-	return cmd
+}
+
+func (u user) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	return u.kubectl().Command(ctx, args...)
 }
 
 // run is kubectl with stdin, returning combined output.
 func (u user) run(stdin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := u.cmd(ctx, args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	return u.kubectl().Run(stdin, args...)
 }
 
 func (u user) must(stdin string, args ...string) string {
 	u.t.Helper()
-	out, err := u.run(stdin, args...)
-	require.NoError(u.t, err, "%s: kubectl %s\n%s", u.name, strings.Join(args, " "), out)
-	return out
+	return u.kubectl().Must(u.t, stdin, args...)
 }
 
 // namespace makes a fresh namespace where jane and bob (group editors) may edit, with

@@ -2,9 +2,7 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/gitsave/gitsave/pkg/apis/gitsave/v1alpha1"
 	"github.com/gitsave/gitsave/pkg/save"
+	"github.com/gitsave/gitsave/test/kubectltest"
 )
 
 // kubectl runs the real kubectl from the PATH against the in-process server as jane.
@@ -42,30 +41,22 @@ func newKubectl(t *testing.T, e *env) kubectl {
 	return kubectl{t: t, kubeconfig: path}
 }
 
-func (k kubectl) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+func (k kubectl) tool() kubectltest.Kubectl {
 	// A private discovery cache: every test server is new.
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(filepath.Dir(k.kubeconfig), "cache"))
-	return cmd
+	return kubectltest.Kubectl{Kubeconfig: k.kubeconfig, CacheDir: filepath.Join(filepath.Dir(k.kubeconfig), "cache")}
+}
+
+func (k kubectl) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	return k.tool().Command(ctx, args...)
 }
 
 func (k kubectl) run(stdin string, args ...string) (string, error) {
-	k.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := k.cmd(ctx, args...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	return k.tool().Run(stdin, args...)
 }
 
 func (k kubectl) must(stdin string, args ...string) string {
 	k.t.Helper()
-	out, err := k.run(stdin, args...)
-	require.NoError(k.t, err, "kubectl %s: %s", strings.Join(args, " "), out)
-	return out
+	return k.tool().Must(k.t, stdin, args...)
 }
 
 const manifest = `apiVersion: gitsave.dev/v1alpha1
