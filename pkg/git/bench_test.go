@@ -28,6 +28,7 @@ func benchRepo(parent *testing.B, rm remote, disk bool, n int) *Repo {
 	if _, err := r.Commit(manyFiles(n), jane, bot, when, "import"); err != nil {
 		parent.Fatal(err)
 	}
+	push(parent, r)
 	return r
 }
 
@@ -50,6 +51,9 @@ func BenchmarkCommitOneFile(b *testing.B) {
 						sub.Fatal(err)
 					}
 					objects += res.ObjectsWritten
+					// Unpushed objects are held in memory until pushed: do not
+					// let b.N commits pile up.
+					r.ResetToRemote()
 				}
 				sub.ReportMetric(float64(objects)/float64(sub.N), "objects/op")
 			})

@@ -56,16 +56,14 @@ func (r *Repo) Commit(changes []Change, author, committer Identity, when time.Ti
 	if err != nil {
 		return CommitResult{}, err
 	}
-	b := &treeBuilder{r: r}
+	b := &treeBuilder{objs: r.objs}
 	root, err := b.apply(r.tipTree, grouped, "")
 	if err != nil {
 		return CommitResult{}, err
 	}
 	if root.IsZero() && !r.tip.IsZero() {
 		// Every file was deleted: git still needs a (empty) root tree.
-		if root, err = b.writeTree(nil); err != nil {
-			return CommitResult{}, err
-		}
+		root = b.add(newRawObject(plumbing.TreeObject, nil))
 	}
 	if root.IsZero() || root == r.tipTree {
 		return CommitResult{SHA: r.tip}, nil
@@ -75,40 +73,28 @@ func (r *Repo) Commit(changes []Change, author, committer Identity, when time.Ti
 	if !r.tip.IsZero() {
 		c.ParentHashes = []plumbing.Hash{r.tip}
 	}
-	obj := r.st.NewEncodedObject()
+	obj := &rawObject{}
 	if err := c.Encode(obj); err != nil {
 		return CommitResult{}, fmt.Errorf("git: encode commit: %w", err)
 	}
-	b.add(obj)
-
-	for _, o := range b.objects {
-		// An object can already be stored (same content elsewhere, or a commit
-		// dropped by ResetToRemote); it is still pushed, since we cannot tell
-		// cheaply whether the remote has it, and an extra object is harmless.
-		if r.st.HasEncodedObject(o.Hash()) != nil {
-			if _, err := r.st.SetEncodedObject(o); err != nil {
-				return CommitResult{}, fmt.Errorf("git: store object: %w", err)
-			}
-		}
-	}
-	sha := obj.Hash()
-	if err := r.setRef(r.branch, sha); err != nil {
-		return CommitResult{}, fmt.Errorf("git: update %s: %w", r.branch, err)
-	}
-	for _, o := range b.objects {
-		r.addPending(o.Hash())
+	sha := b.add(obj)
+	for _, o := range b.created {
+		r.objs.add(o)
 	}
 	r.tip, r.tipTree = sha, root
-	return CommitResult{SHA: sha, Changed: true, FilesChanged: b.filesChanged, ObjectsWritten: len(b.objects)}, nil
+	return CommitResult{SHA: sha, Changed: true, FilesChanged: b.filesChanged, ObjectsWritten: len(b.created)}, nil
 }
+
+// identityCleaner drops what git refuses in an identity. Built once: a
+// Replacer's set-up costs more than using it.
+var identityCleaner = strings.NewReplacer("<", "", ">", "", "\n", "", "\r", "", "\x00", "")
 
 // signature builds a commit signature, dropping the characters git itself
 // refuses in identities (they would corrupt the commit header).
 func signature(role string, id Identity, when time.Time) (object.Signature, error) {
-	clean := strings.NewReplacer("<", "", ">", "", "\n", "", "\r", "", "\x00", "")
 	s := object.Signature{
-		Name:  strings.TrimSpace(clean.Replace(id.Name)),
-		Email: strings.TrimSpace(clean.Replace(id.Email)),
+		Name:  strings.TrimSpace(identityCleaner.Replace(id.Name)),
+		Email: strings.TrimSpace(identityCleaner.Replace(id.Email)),
 		When:  when,
 	}
 	if s.Name == "" {
@@ -134,15 +120,16 @@ func WithTrailers(msg string, kv ...[2]string) string {
 	default:
 		sb.WriteString("\n\n")
 	}
-	oneLine := strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 	for _, p := range kv {
-		sb.WriteString(strings.TrimSpace(oneLine.Replace(p[0])))
+		sb.WriteString(strings.TrimSpace(trailerOneLine.Replace(p[0])))
 		sb.WriteString(": ")
-		sb.WriteString(strings.TrimSpace(oneLine.Replace(p[1])))
+		sb.WriteString(strings.TrimSpace(trailerOneLine.Replace(p[1])))
 		sb.WriteString("\n")
 	}
 	return sb.String()
 }
+
+var trailerOneLine = strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ")
 
 // endsWithTrailers reports whether the last paragraph of msg (never the subject)
 // is made only of "Token: value" lines.

@@ -57,7 +57,8 @@ func (r *Repo) Push(ctx context.Context) (plumbing.Hash, error) {
 	var pack bytes.Buffer
 	// Window 0: no delta search; the pack is a handful of objects.
 	useRefDeltas := !ar.Capabilities.Supports(capability.OFSDelta)
-	if _, err := packfile.NewEncoder(&pack, r.st, useRefDeltas).Encode(r.pending, 0); err != nil {
+	src := packSource{EncodedObjectStorer: r.st, objs: r.objs}
+	if _, err := packfile.NewEncoder(&pack, src, useRefDeltas).Encode(r.objs.pendingOrder, 0); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("git push: build pack: %w", err)
 	}
 	stats := PushStats{Objects: int(binary.BigEndian.Uint32(pack.Bytes()[8:12])), Bytes: pack.Len()}
@@ -73,13 +74,17 @@ func (r *Repo) Push(ctx context.Context) (plumbing.Hash, error) {
 	return r.tip, r.pushed()
 }
 
-// pushed records that the remote branch is now at Tip.
+// pushed records that the remote branch is now at Tip, and moves the objects
+// it got from memory to the store.
 func (r *Repo) pushed() error {
 	r.remoteTip, r.remTree = r.tip, r.tipTree
-	r.pending, r.pendingSet = nil, nil
+	if err := r.objs.pushed(); err != nil {
+		return err
+	}
 	if err := r.setRef(r.tracking, r.tip); err != nil {
 		return fmt.Errorf("git: update %s: %w", r.tracking, err)
 	}
+	r.mirrorBranch()
 	return nil
 }
 

@@ -173,20 +173,25 @@ func TestPushNothingIsImmediate(t *testing.T) {
 }
 
 // A push that landed although its answer was lost: the next Push sees the
-// remote already at Tip and succeeds without sending anything.
+// remote already at Tip and succeeds without sending anything, and the
+// on-disk cache then holds the commit as a valid repository.
 func TestPushAnswerLost(t *testing.T) {
 	rm := localRemote(t)
 	cache := t.TempDir()
 	r := rm.open(t, cache)
 	commit(t, r, "one", set("a", "1"))
-	// The on-disk cache is a real bare repository with the local branch ref.
-	assert.Equal(t, r.Tip().String(), gittest.Head(t, cache, "main"))
-	gittest.Git(t, cache, "push", "--quiet", rm.dir, "main:main")
+	// The same commit (same content, identities, time and message, so the
+	// same SHA) lands through another Repo, as if r's push had.
+	other := rm.open(t, "")
+	require.Equal(t, r.Tip(), commit(t, other, "one", set("a", "1")).SHA)
+	push(t, other)
 
 	h, err := r.Push(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, r.Tip(), h)
 	assert.Equal(t, r.Tip(), r.RemoteTip())
+	assert.Equal(t, r.Tip().String(), gittest.Head(t, cache, "main"))
+	gittest.Git(t, cache, "fsck", "--strict", "--no-progress")
 }
 
 func TestFetchSeesDeletedBranch(t *testing.T) {

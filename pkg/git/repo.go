@@ -1,9 +1,10 @@
 // Package git is gitsave's only code that talks to go-git.
 //
-// A Repo mirrors one branch of one remote. Commits are written straight into the
-// object store (no worktree), touching only the trees on the changed paths, and
-// pushes send only the objects those commits created, so the cost of a write
-// grows with what changed, not with the size or history of the repository.
+// A Repo mirrors one branch of one remote. Commits are built without a
+// worktree, splicing the changed entries into the raw trees on the changed
+// paths; their objects stay in memory until a push sends exactly those and
+// only then are written to the object store. So the cost of a write grows with
+// what changed, not with the size or history of the repository.
 //
 // A Repo is not safe for concurrent use: the branch worker owns it.
 package git
@@ -38,9 +39,11 @@ type Options struct {
 }
 
 // Repo is a local view of one remote branch: the remote tip as last seen, and a
-// local tip that may be ahead of it by commits not yet pushed.
+// local tip that may be ahead of it by commits not yet pushed. Those commits'
+// objects are held in memory (see objects) until the remote has them.
 type Repo struct {
 	st       storage.Storer
+	objs     *objects
 	ep       *transport.Endpoint
 	client   transport.Transport
 	auth     transport.AuthMethod
@@ -50,12 +53,8 @@ type Repo struct {
 	tip, tipTree       plumbing.Hash
 	remoteTip, remTree plumbing.Hash
 
-	// pending lists the objects created by Commit since the remote tip: exactly
-	// what the next push sends.
-	pending    []plumbing.Hash
-	pendingSet map[plumbing.Hash]struct{}
-
-	lastPush PushStats
+	lastPush  PushStats
+	storedTip plumbing.Hash // what the stored local branch points at
 }
 
 // Open prepares the storage, fetches the branch and sets Tip to the remote head.
@@ -88,7 +87,7 @@ func Open(ctx context.Context, o Options) (*Repo, error) {
 		return nil, err
 	}
 	r := &Repo{
-		st: st, ep: ep, client: cl, auth: o.Auth,
+		st: st, objs: newObjects(st), ep: ep, client: cl, auth: o.Auth,
 		branch:   branch,
 		tracking: plumbing.NewRemoteReferenceName("origin", o.Branch),
 	}
@@ -106,13 +105,18 @@ func Open(ctx context.Context, o Options) (*Repo, error) {
 	return r, nil
 }
 
+// storageCacheSize bounds go-git's object cache of an on-disk store, per Repo.
+const storageCacheSize = 16 * cache.MiByte
+
 func openStorage(dir string, branch plumbing.ReferenceName) (storage.Storer, error) {
 	if dir == "" {
 		return memory.NewStorage(), nil
 	}
 	// Not ExclusiveAccess: go-git then lists every loose object again after
 	// each write, which makes a commit cost grow with the repository.
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
+	// Its object cache mostly holds delta bases while reading packs: trees for
+	// commits are cached as raw bytes by objects, so it can stay small.
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(storageCacheSize))
 	// Make the cache a valid bare repository (HEAD + config) the first time, so the
 	// git CLI can inspect it.
 	if _, err := st.Reference(plumbing.HEAD); errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -148,10 +152,20 @@ func (r *Repo) RemoteTip() plumbing.Hash { return r.remoteTip }
 // The worker then replays its pending writes with Commit (they get new SHAs).
 func (r *Repo) ResetToRemote() {
 	r.tip, r.tipTree = r.remoteTip, r.remTree
-	r.pending, r.pendingSet = nil, nil
-	// The stored local ref only mirrors r.tip for people inspecting the cache;
-	// r.tip is authoritative, so a failed write here changes nothing.
-	_ = r.setRef(r.branch, r.tip)
+	r.objs.dropPending()
+	r.mirrorBranch()
+}
+
+// mirrorBranch points the stored local branch at Tip, for people inspecting
+// the cache with git; only pushed commits are stored, so it follows pushes and
+// resets. r.tip is authoritative: a failed write changes nothing.
+func (r *Repo) mirrorBranch() {
+	if r.storedTip == r.tip {
+		return
+	}
+	if err := r.setRef(r.branch, r.tip); err == nil {
+		r.storedTip = r.tip
+	}
 }
 
 func (r *Repo) setRef(name plumbing.ReferenceName, h plumbing.Hash) error {
@@ -170,20 +184,13 @@ func (r *Repo) treeOf(commit plumbing.Hash) (plumbing.Hash, error) {
 	if commit.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	c, err := object.GetCommit(r.st, commit)
+	o, err := r.objs.read(plumbing.CommitObject, commit)
 	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var c object.Commit
+	if err := c.Decode(o); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("git: read commit %s: %w", commit, err)
 	}
 	return c.TreeHash, nil
-}
-
-func (r *Repo) addPending(h plumbing.Hash) {
-	if r.pendingSet == nil {
-		r.pendingSet = make(map[plumbing.Hash]struct{})
-	}
-	if _, ok := r.pendingSet[h]; ok {
-		return
-	}
-	r.pendingSet[h] = struct{}{}
-	r.pending = append(r.pending, h)
 }

@@ -2,12 +2,11 @@ package git
 
 import (
 	"fmt"
-	"io"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // splitPath checks a repository path (relative, slash-separated, no "." or ".."
@@ -71,89 +70,103 @@ func groupChanges(changes []Change) (*dirChanges, error) {
 }
 
 // treeBuilder applies grouped changes to a tree, collecting the new objects it
-// creates (not yet stored) so a failed Commit leaves the store untouched.
+// creates (not yet recorded) so a failed Commit leaves the Repo untouched.
 type treeBuilder struct {
-	r            *Repo
-	objects      []plumbing.EncodedObject
-	seen         map[plumbing.Hash]bool
+	objs         *objects
+	created      []*rawObject
 	filesChanged int
 }
 
-func (b *treeBuilder) add(o plumbing.EncodedObject) {
-	h := o.Hash()
-	if b.seen == nil {
-		b.seen = make(map[plumbing.Hash]bool)
-	}
-	if !b.seen[h] {
-		b.seen[h] = true
-		b.objects = append(b.objects, o)
-	}
+func (b *treeBuilder) add(o *rawObject) plumbing.Hash {
+	b.created = append(b.created, o)
+	return o.Hash()
+}
+
+// edit is what happens to one name of a folder: its current entry (if any)
+// goes, and next (if any) takes its place.
+type edit struct {
+	old     rawEntry
+	hadOld  bool
+	next    *newEntry
+	changed bool
 }
 
 // apply returns the hash of tree `old` (zero: no tree) after the changes in d,
-// or zero if the result is empty. Only trees whose content changes are built.
+// or zero if the result is empty. Only trees whose content changes are built,
+// each by splicing the changed entries into the old tree's bytes.
 func (b *treeBuilder) apply(old plumbing.Hash, d *dirChanges, dir string) (plumbing.Hash, error) {
-	var entries []object.TreeEntry
+	t := &rawTree{}
 	if !old.IsZero() {
-		t, err := object.GetTree(b.r.st, old)
+		raw, err := b.objs.tree(old)
 		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("git: read tree %q: %w", dir, err)
 		}
-		entries = t.Entries
+		t.raw = raw
 	}
-	// changes holds the new entry for each name that really changes (nil: removed).
-	changes := map[string]*object.TreeEntry{}
-	current := func(name string) *object.TreeEntry {
-		if e, ok := changes[name]; ok {
-			return e
+	edits := map[string]*edit{}
+	// current is the entry name has now, after the edits decided so far.
+	current := func(name string) (*edit, error) {
+		if e, ok := edits[name]; ok {
+			return e, nil
 		}
-		if i := findEntry(entries, name); i >= 0 {
-			return &entries[i]
+		e, ok, err := t.find(name)
+		if err != nil {
+			return nil, fmt.Errorf("git: tree %q: %w", dir, err)
 		}
-		return nil
+		ed := &edit{old: e, hadOld: ok}
+		if ok {
+			ed.next = &newEntry{name: name, mode: e.mode, hash: e.hash(t.raw)}
+		}
+		edits[name] = ed
+		return ed, nil
 	}
 
 	// Files first, so deleting file "x" and creating "x/y" in one batch works.
 	for name, c := range d.files {
-		e := current(name)
-		if e != nil && e.Mode == filemode.Dir {
+		e, err := current(name)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if e.next != nil && e.next.isDir() {
 			return plumbing.ZeroHash, fmt.Errorf("git: %s: is a directory", c.Path)
 		}
 		if c.Delete {
-			if e != nil {
-				changes[name] = nil
+			if e.next != nil {
+				e.next, e.changed = nil, true
 				b.filesChanged++
 			}
 			continue
 		}
 		h := BlobHash(c.Content)
-		if e != nil && e.Hash == h && e.Mode.IsFile() {
+		if e.next != nil && e.next.hash == h && e.next.mode.IsFile() {
 			continue
 		}
 		mode := filemode.Regular
-		if e != nil && e.Mode == filemode.Executable {
+		if e.next != nil && e.next.mode == filemode.Executable {
 			mode = filemode.Executable
 		}
-		if err := b.addBlob(c.Content); err != nil {
-			return plumbing.ZeroHash, err
-		}
-		changes[name] = &object.TreeEntry{Name: name, Mode: mode, Hash: h}
+		// A copy: the object outlives the caller's slice.
+		b.add(&rawObject{typ: plumbing.BlobObject, data: slices.Clone(c.Content), hash: h})
+		e.next, e.changed = &newEntry{name: name, mode: mode, hash: h}, true
 		b.filesChanged++
 	}
 
 	for name, sub := range d.dirs {
 		path := joinPath(dir, name)
-		e := current(name)
+		e, err := current(name)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
 		var oldSub plumbing.Hash
-		if e != nil && e.Mode == filemode.Dir {
-			oldSub = e.Hash
+		if e.next != nil && e.next.isDir() {
+			oldSub = e.next.hash
 		}
 		newSub, err := b.apply(oldSub, sub, path)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
 		switch {
-		case e != nil && e.Mode != filemode.Dir:
+		case e.next != nil && !e.next.isDir():
 			// Only deletes below a file: nothing to do. Anything else would
 			// silently replace the file with a folder.
 			if !newSub.IsZero() {
@@ -161,47 +174,36 @@ func (b *treeBuilder) apply(old plumbing.Hash, d *dirChanges, dir string) (plumb
 			}
 		case newSub == oldSub:
 		case newSub.IsZero():
-			changes[name] = nil // the folder became empty: git has no empty folders
+			e.next, e.changed = nil, true // the folder became empty: git has no empty folders
 		default:
-			changes[name] = &object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: newSub}
+			e.next, e.changed = &newEntry{name: name, mode: filemode.Dir, hash: newSub}, true
 		}
 	}
 
-	if len(changes) == 0 {
+	var drop []rawEntry
+	var add []newEntry
+	for _, e := range edits {
+		if !e.changed {
+			continue
+		}
+		if e.hadOld {
+			drop = append(drop, e.old)
+		}
+		if e.next != nil {
+			add = append(add, *e.next)
+		}
+	}
+	if len(drop) == 0 && len(add) == 0 {
 		return old, nil
 	}
-	merged := mergeEntries(entries, changes)
-	if len(merged) == 0 {
+	raw, err := spliceTree(t.raw, drop, add)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("git: tree %q: %w", dir, err)
+	}
+	if len(raw) == 0 {
 		return plumbing.ZeroHash, nil
 	}
-	return b.writeTree(merged)
-}
-
-func (b *treeBuilder) addBlob(content []byte) error {
-	blob := b.r.st.NewEncodedObject()
-	blob.SetType(plumbing.BlobObject)
-	blob.SetSize(int64(len(content)))
-	w, err := blob.Writer()
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(content); err != nil {
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	b.add(blob)
-	return nil
-}
-
-func (b *treeBuilder) writeTree(entries []object.TreeEntry) (plumbing.Hash, error) {
-	o := b.r.st.NewEncodedObject()
-	if err := encodeTree(o, entries); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	b.add(o)
-	return o.Hash(), nil
+	return b.add(newRawObject(plumbing.TreeObject, raw)), nil
 }
 
 func joinPath(dir, name string) string {
@@ -211,51 +213,43 @@ func joinPath(dir, name string) string {
 	return dir + "/" + name
 }
 
-// lookup finds the entry at path in tree root. Not found is (entry{}, false, nil).
-func (r *Repo) lookup(root plumbing.Hash, segs []string) (object.TreeEntry, bool, error) {
-	cur := object.TreeEntry{Mode: filemode.Dir, Hash: root}
+// lookup finds the entry at path in tree root. Not found is (zero, false, nil).
+func (r *Repo) lookup(root plumbing.Hash, segs []string) (newEntry, bool, error) {
+	cur := newEntry{mode: filemode.Dir, hash: root}
 	for _, s := range segs {
-		if cur.Mode != filemode.Dir || cur.Hash.IsZero() {
-			return object.TreeEntry{}, false, nil
+		if !cur.isDir() || cur.hash.IsZero() {
+			return newEntry{}, false, nil
 		}
-		t, err := object.GetTree(r.st, cur.Hash)
+		raw, err := r.objs.tree(cur.hash)
 		if err != nil {
-			return object.TreeEntry{}, false, fmt.Errorf("git: read tree: %w", err)
+			return newEntry{}, false, err
 		}
-		i := findEntry(t.Entries, s)
-		if i < 0 {
-			return object.TreeEntry{}, false, nil
+		t := rawTree{raw: raw}
+		e, ok, err := t.find(s)
+		if err != nil || !ok {
+			return newEntry{}, false, err
 		}
-		cur = t.Entries[i]
+		cur = newEntry{name: s, mode: e.mode, hash: e.hash(raw)}
 	}
 	return cur, true, nil
 }
 
 // ReadFile returns the content of a file at Tip. A missing file (or a folder)
-// is (nil, false, nil).
+// is (nil, false, nil). The caller must not modify the content.
 func (r *Repo) ReadFile(path string) ([]byte, bool, error) {
 	segs, err := splitPath(path)
 	if err != nil {
 		return nil, false, err
 	}
 	e, ok, err := r.lookup(r.tipTree, segs)
-	if err != nil || !ok || !e.Mode.IsFile() {
+	if err != nil || !ok || !e.mode.IsFile() {
 		return nil, false, err
 	}
-	blob, err := object.GetBlob(r.st, e.Hash)
+	blob, err := r.objs.read(plumbing.BlobObject, e.hash)
 	if err != nil {
 		return nil, false, fmt.Errorf("git: read %s: %w", path, err)
 	}
-	rd, err := blob.Reader()
-	if err != nil {
-		return nil, false, fmt.Errorf("git: read %s: %w", path, err)
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(rd)
-	if err != nil {
-		return nil, false, fmt.Errorf("git: read %s: %w", path, err)
-	}
-	return data, true, nil
+	return blob.data, true, nil
 }
 
 // ListFiles returns every file under the folder prefix ("" for the whole tree)
@@ -264,7 +258,7 @@ func (r *Repo) ReadFile(path string) ([]byte, bool, error) {
 func (r *Repo) ListFiles(prefix string) (map[string]plumbing.Hash, error) {
 	prefix = strings.Trim(prefix, "/")
 	out := map[string]plumbing.Hash{}
-	root := object.TreeEntry{Mode: filemode.Dir, Hash: r.tipTree}
+	root := newEntry{mode: filemode.Dir, hash: r.tipTree}
 	if prefix != "" {
 		segs, err := splitPath(prefix)
 		if err != nil {
@@ -276,27 +270,33 @@ func (r *Repo) ListFiles(prefix string) (map[string]plumbing.Hash, error) {
 		}
 		root = e
 	}
-	if root.Mode != filemode.Dir || root.Hash.IsZero() {
+	if !root.isDir() || root.hash.IsZero() {
 		return out, nil
 	}
-	return out, r.walk(root.Hash, prefix, out)
+	return out, r.walk(root.hash, prefix, out)
 }
 
 func (r *Repo) walk(tree plumbing.Hash, dir string, out map[string]plumbing.Hash) error {
-	t, err := object.GetTree(r.st, tree)
+	raw, err := r.objs.tree(tree)
 	if err != nil {
 		return fmt.Errorf("git: read tree %q: %w", dir, err)
 	}
-	for _, e := range t.Entries {
-		p := joinPath(dir, e.Name)
+	var werr error
+	err = eachEntry(raw, func(e rawEntry) bool {
+		p := joinPath(dir, string(e.name(raw)))
 		switch {
-		case e.Mode == filemode.Dir:
-			if err := r.walk(e.Hash, p, out); err != nil {
-				return err
-			}
-		case e.Mode.IsFile():
-			out[p] = e.Hash
+		case e.isDir():
+			werr = r.walk(e.hash(raw), p, out)
+		case e.mode.IsFile():
+			out[p] = e.hash(raw)
 		}
+		return werr == nil
+	})
+	if werr != nil {
+		return werr
+	}
+	if err != nil {
+		return fmt.Errorf("git: tree %q: %w", dir, err)
 	}
 	return nil
 }

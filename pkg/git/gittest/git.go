@@ -23,6 +23,13 @@ func Git(t testing.TB, dir string, args ...string) string {
 	return strings.TrimSpace(string(gitIn(t, dir, nil, args...)))
 }
 
+// GitErr runs the git CLI like Git and returns its error instead of failing
+// the test, for commands expected to fail.
+func GitErr(dir string, args ...string) error {
+	_, err := runGit(dir, nil, args...)
+	return err
+}
+
 func gitIn(t testing.TB, dir string, stdin []byte, args ...string) []byte {
 	t.Helper()
 	out, err := runGit(dir, stdin, args...)
