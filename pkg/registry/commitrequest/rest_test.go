@@ -159,7 +159,7 @@ func TestResolvedRequestsAreCollectedAfterRetention(t *testing.T) {
 	select {
 	case ev := <-w.ResultChan():
 		assert.Equal(t, watch.Deleted, ev.Type)
-		assert.Equal(t, "done", ev.Object.(*gitsave.CommitRequest).Name)
+		assert.Equal(t, "done", eventCR(t, ev).Name)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the resolved request was not collected")
 	}

@@ -16,7 +16,11 @@ import (
 // store is the in-memory home of CommitRequests: the objects, one global
 // resourceVersion counter, a bounded history of changes for watch resumption, and the
 // registered watchers. Stored objects are never mutated in place: every change stores
-// a new copy, so an object handed to a watcher or kept in history stays as it was.
+// a new copy (create, replace, mutateByUID and removeLocked each pass record an object
+// no one else holds, and record's resourceVersion stamp is its last write), and
+// readers get copies (get, list, and send for initial events). So an object in
+// objects or history stays as it was, and watchers can share one eventObject per
+// change.
 type store struct {
 	mu       sync.RWMutex
 	rv       uint64
@@ -38,7 +42,7 @@ type entry struct {
 // watcher can turn selector transitions into ADDED or DELETED.
 type change struct {
 	typ  watch.EventType
-	obj  *gitsave.CommitRequest
+	obj  *eventObject
 	prev *gitsave.CommitRequest
 	rv   uint64
 }
@@ -199,7 +203,7 @@ func (s *store) expire(cutoff time.Time) int {
 func (s *store) record(typ watch.EventType, obj, prev *gitsave.CommitRequest) {
 	s.rv++
 	obj.ResourceVersion = formatRV(s.rv)
-	c := change{typ: typ, obj: obj, prev: prev, rv: s.rv}
+	c := change{typ: typ, obj: newEventObject(obj), prev: prev, rv: s.rv}
 	s.history = append(s.history, c)
 	// Compact only when twice the bound is reached, so the copy is amortised: at least
 	// maxHist changes are always kept.

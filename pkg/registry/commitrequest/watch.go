@@ -96,7 +96,7 @@ func (s *store) watch(ctx context.Context, namespace string, pred storage.Select
 			return nil, apierrors.NewResourceExpired("too old resource version: " + start.rv + " (" + formatRV(s.expired) + ")")
 		}
 		for _, c := range s.history {
-			if c.rv > rv && inNamespace(c.obj) {
+			if c.rv > rv && inNamespace(c.obj.cr) {
 				if ev, ok := w.translate(c); ok {
 					w.initial = append(w.initial, ev)
 				}
@@ -158,7 +158,7 @@ func (w *watcher) run(ctx context.Context, inNamespace func(*gitsave.CommitReque
 				return
 			}
 			w.delivered = ch.rv
-			if !inNamespace(ch.obj) {
+			if !inNamespace(ch.obj.cr) {
 				continue
 			}
 			if ev, ok := w.translate(ch); ok && !w.send(ctx, ev) {
@@ -176,9 +176,12 @@ func (w *watcher) run(ctx context.Context, inNamespace func(*gitsave.CommitReque
 	}
 }
 
+// send delivers an event. Changes, live or replayed from history, go out as their
+// shared eventObject; initial events carry stored objects, copied here so the
+// receiver owns them; bookmarks are made per watcher.
 func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
-	if ev.Type != watch.Bookmark {
-		ev.Object = ev.Object.(*gitsave.CommitRequest).DeepCopy()
+	if cr, ok := ev.Object.(*gitsave.CommitRequest); ok && ev.Type != watch.Bookmark {
+		ev.Object = cr.DeepCopy()
 	}
 	select {
 	case w.out <- ev:
@@ -191,9 +194,11 @@ func (w *watcher) send(ctx context.Context, ev watch.Event) bool {
 }
 
 // translate turns a change into the event this watcher's selectors see: an object
-// that stops matching is DELETED for it, one that starts matching is ADDED.
+// that stops matching is DELETED for it, one that starts matching is ADDED. The event
+// carries the change's shared eventObject whatever its type: the event type is part
+// of the watch encoder's identifier, so a translated event gets its own encoding.
 func (w *watcher) translate(c change) (watch.Event, bool) {
-	now := matches(w.pred, c.obj)
+	now := matches(w.pred, c.obj.cr)
 	switch c.typ {
 	case watch.Added, watch.Deleted:
 		return watch.Event{Type: c.typ, Object: c.obj}, now
