@@ -15,6 +15,9 @@
 #   GOBENCH_COUNT   rounds of the Go benchmarks (default 5)
 #   GOBENCH_TIME    -benchtime of each round (default 1s)
 #   BENCH_SKIP_GO=1 reuse _output/bench/gobench.txt instead of running the Go benchmarks
+#   BENCH_BASELINE  a commit whose pkg/git (with its own bench/gitbench) is measured in
+#                   the same rounds, as "Before..." (default: the last commit before the
+#                   raw-tree fix; "" to skip)
 #   GITSAVE_LOCAL_DIR, LOCAL_*_PORT  the bench instance (defaults below)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +41,22 @@ go build -o "$out/bin/loaddriver" ./bench/cmd/loaddriver
 go build -o "$out/bin/benchreport" ./bench/cmd/benchreport
 go test -c -o "$out/bin/gitbench.test" ./bench/gitbench
 
+# The commit benchmark of an earlier tree, as that tree wrote it, built from
+# a temporary worktree: before/after figures from the same rounds.
+baseline=${BENCH_BASELINE-3222912}
+rm -f "$out/bin/gitbench-before.test"
+if [[ -n $baseline ]]; then
+  if git cat-file -e "$baseline^{commit}" 2>/dev/null; then
+    src=$out/baseline-src
+    git worktree remove --force "$src" 2>/dev/null || rm -rf "$src"
+    git worktree add --quiet --detach "$src" "$baseline"
+    (cd "$src" && go test -c -o "$out/bin/gitbench-before.test" ./bench/gitbench)
+    git worktree remove --force "$src"
+  else
+    say "baseline $baseline is not in this clone: no before/after figures"
+  fi
+fi
+
 # --- 1. Go benchmarks ---------------------------------------------------------------
 # One process per round, each running every size once, so the sizes and the
 # baselines are measured close in time, round after round: slow phases of a
@@ -49,13 +68,20 @@ if [[ -z ${BENCH_SKIP_GO:-} || ! -s $out/gobench.txt ]]; then
   for ((round = 1; round <= count; round++)); do
     say "Go benchmarks: round $round/$count (-benchtime $benchtime)"
     if ! (cd bench/gitbench && GITSAVE_GITBENCH_DIR=$fixtures GITSAVE_GITBENCH_ROUND=$round "$out/bin/gitbench.test" -test.run '^$' \
-      -test.bench '^Benchmark(Commit|CLI|Splice)' -test.benchmem -test.benchtime "$benchtime" &&
-      "$out/bin/gitbench.test" -test.run '^$' -test.bench '^BenchmarkTreeRead' -test.benchmem -test.benchtime 200ms) \
+      -test.bench '^Benchmark(Commit|CLI)' -test.benchmem -test.benchtime "$benchtime") \
       > "$out/gobench-round.log" 2>&1; then
       tail -n 30 "$out/gobench-round.log" >&2
       exit 1
     fi
     grep -E '^Benchmark' "$out/gobench-round.log" | tee -a "$out/gobench.txt" >&2
+    if [[ -x $out/bin/gitbench-before.test ]]; then
+      if ! (cd bench/gitbench && GITSAVE_GITBENCH_DIR=$fixtures GITSAVE_GITBENCH_ROUND=$round "$out/bin/gitbench-before.test" -test.run '^$' \
+        -test.bench '^BenchmarkCommitOneFile' -test.benchmem -test.benchtime "$benchtime") > "$out/gobench-round.log" 2>&1; then
+        tail -n 30 "$out/gobench-round.log" >&2
+        exit 1
+      fi
+      grep -E '^Benchmark' "$out/gobench-round.log" | sed 's/^Benchmark/BenchmarkBefore/' | tee -a "$out/gobench.txt" >&2
+    fi
   done
   # The same number of in-memory commits at 100 and at 50,000 files, profiled:
   # the difference is what grows with the repository.
@@ -85,5 +111,6 @@ trap - EXIT
 # --- 3. the report --------------------------------------------------------------------
 mkdir -p docs
 "$out/bin/benchreport" -results "$out/results.json" -gobench "$out/gobench.txt" \
-  -commit-profile "$out/commit-profile.txt" -findings bench/FINDINGS.md -out docs/benchmarks.md
+  -commit-profile "$out/commit-profile.txt" -findings bench/FINDINGS.md -out docs/benchmarks.md \
+  -baseline "$(git rev-parse --short "$baseline" 2>/dev/null || echo none)"
 say "done: docs/benchmarks.md (raw figures in $out)"

@@ -46,8 +46,12 @@ var (
 	server *httptest.Server   // git http-backend over root/http
 	repos  = map[string]any{} // fixtures reused across -count rounds
 	edits  int                // makes every edit change content
-	author = git.Identity{Name: "jane", Email: "jane@users.noreply.gitsave.dev"}
-	bot    = git.Identity{Name: "gitsave", Email: "gitsave@noreply.gitsave.dev"}
+	// process tells this process's edits from those of earlier rounds, which
+	// left their contents on the kept fixtures: an edit repeating one would
+	// change nothing, and commit and push nothing.
+	process = strconv.FormatInt(time.Now().UnixNano(), 36)
+	author  = git.Identity{Name: "jane", Email: "jane@users.noreply.gitsave.dev"}
+	bot     = git.Identity{Name: "gitsave", Email: "gitsave@noreply.gitsave.dev"}
 )
 
 // TestMain serves root/http over smart HTTP. $GITSAVE_GITBENCH_DIR keeps the
@@ -106,7 +110,7 @@ func url(n int) string { return fmt.Sprintf("%s/files-%d.git", server.URL, n) }
 func nextEdit(n int) git.Change {
 	edits++
 	i := edits * 7919 % n
-	return git.Change{Path: fill.Path(prefix, i), Content: []byte(fill.Content(i) + "# edit " + strconv.Itoa(edits) + "\n")}
+	return git.Change{Path: fill.Path(prefix, i), Content: []byte(fill.Content(i) + "# edit " + process + "-" + strconv.Itoa(edits) + "\n")}
 }
 
 // open opens a pkg/git Repo on the branch, in memory or with an on-disk

@@ -21,13 +21,14 @@ import (
 )
 
 func main() {
-	var resultsPath, goBenchPath, commitProfile, findings, out, command string
+	var resultsPath, goBenchPath, commitProfile, findings, out, command, baseline string
 	flag.StringVar(&resultsPath, "results", "_output/bench/results.json", "load driver results")
 	flag.StringVar(&goBenchPath, "gobench", "_output/bench/gobench.txt", "go test -bench output of bench/gitbench")
 	flag.StringVar(&commitProfile, "commit-profile", "", "pprof -top text: commit at 50,000 files against 100 (optional)")
 	flag.StringVar(&findings, "findings", "bench/FINDINGS.md", "hand-written findings to include (optional)")
 	flag.StringVar(&command, "command", "make bench", "how the run was started, for the reproduce section")
 	flag.StringVar(&out, "out", "docs/benchmarks.md", "report to write")
+	flag.StringVar(&baseline, "baseline", "", "the commit the Before... benchmarks were built from")
 	flag.Parse()
 
 	run, err := results.Read(resultsPath)
@@ -38,7 +39,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	r := &report{run: run, benches: benches, order: order}
+	r := &report{run: run, benches: benches, order: order, baseline: baseline}
 	r.write(command, readOptional(commitProfile), readOptional(findings))
 	if err := os.WriteFile(out, r.buf.Bytes(), 0o644); err != nil {
 		log.Fatal(err)
@@ -62,6 +63,8 @@ type report struct {
 	run     *results.Run
 	benches map[string]*goBench
 	order   []string
+	// baseline: the commit of the Before... benchmarks.
+	baseline string
 }
 
 func (r *report) p(format string, args ...any) { fmt.Fprintf(&r.buf, format+"\n", args...) }
@@ -219,9 +222,9 @@ func (r *report) summary() {
 		r.p("| Commit cost, one file, 50,000 files (%s) | %s | same at 100 files: %s | %s | ≤ 1.5× | %s |",
 			labels[st], ns(large), ns(small), ratio(q), verdict(q <= 1.5))
 	}
-	if a, b := r.bench("SpliceCommitOneFile/files=100"), r.bench("SpliceCommitOneFile/files=50000"); a != nil && b != nil {
-		r.p("| *Prototype of the proposed fix, not gitsave's code:* commit cost in memory, trees edited as raw bytes, 50,000 files | %s | same at 100 files: %s | %s | ≤ 1.5× | %s |",
-			ns(b.Median("ns/op")), ns(a.Median("ns/op")), ratio(b.Median("ns/op")/a.Median("ns/op")), "see findings")
+	if before, after := r.beforeAfter("memory", 50000); !math.IsNaN(before) {
+		r.p("| Commit cost, one file, 50,000 files, in memory: before the raw-tree fix (the code of %s, same rounds) | %s | before: %s | %s | — | %.1f× faster |",
+			r.baseline, ns(after), ns(before), ratio(after/before), before/after)
 	}
 	if m := run.Mirror; m != nil {
 		r.p("| Mirror throughput, one branch (%d edits, %d writers) | %.0f edits/s into pushed commits, peak RSS %.0f MiB | API server accepted %.0f edits/s | %s | memory bounded | — |",
@@ -375,9 +378,9 @@ func (r *report) commitCost(profile string) {
 		"with the repository: 1, 50 and 250 entries), in repositories of 100, 10,000 and 50,000 files built by " +
 		"`git fast-import` and opened with `git.Open` (in memory, or with an on-disk cache as gitsave-apiserver's " +
 		"`--data-dir`). Baselines in the same run: the 100-file repository, and the git CLI (`git add` + `git commit` " +
-		"in a checkout). The push variants push every commit over smart HTTP (`git http-backend`). SpliceCommitOneFile is a " +
-		"prototype of the fix proposed in the findings (bench/gitbench/splice_test.go: trees edited as raw bytes, never " +
-		"decoded; in memory), measured in the same run as the code it would replace.")
+		"in a checkout). The push variants push every commit over smart HTTP (`git http-backend`). Rows named Before... " +
+		"are the same benchmarks of the code before the raw-tree fix (commit " + r.baseline + ", built with its own " +
+		"bench/gitbench by bench/run.sh), run in the same rounds: the before/after of the fix.")
 	r.p("")
 	r.p("| benchmark | files | median time/op | × vs 100 files | allocs/op | B/op | rounds |")
 	r.p("|---|---|---|---|---|---|---|")
@@ -400,7 +403,7 @@ func (r *report) commitCost(profile string) {
 			allocs, bytes, len(b.Metrics["ns/op"]))
 	}
 	r.p("")
-	r.treeRead()
+	r.beforeAfterTable()
 	if profile != "" {
 		r.p("CPU profile, in-memory commit at 50,000 files minus the same number of commits at 100 files " +
 			"(`go tool pprof -top -diff_base`): what grows with the repository.")
@@ -412,38 +415,40 @@ func (r *report) commitCost(profile string) {
 	}
 }
 
-// treeRead tabulates BenchmarkTreeRead: reading one tree of n entries.
-func (r *report) treeRead() {
-	variants := []string{"gogit-decode", "one-pass-parse", "splice-raw", "hash-new-tree"}
-	var sizes []string
-	for _, name := range r.bySize("/entries=") {
-		if rest, ok := strings.CutPrefix(name, "TreeRead/gogit-decode/entries="); ok {
-			sizes = append(sizes, rest)
-		}
+// beforeAfter is the median commit time of the code before the fix and now.
+func (r *report) beforeAfter(storage string, files int) (before, after float64) {
+	name := fmt.Sprintf("CommitOneFile/storage=%s/files=%d", storage, files)
+	b, a := r.bench("Before"+name), r.bench(name)
+	if b == nil || a == nil {
+		return math.NaN(), math.NaN()
 	}
-	if len(sizes) == 0 {
+	return b.Median("ns/op"), a.Median("ns/op")
+}
+
+// beforeAfterTable sets the fix's before and after side by side.
+func (r *report) beforeAfterTable() {
+	if _, ok := r.benches["BeforeCommitOneFile/storage=memory/files=100"]; !ok {
 		return
 	}
-	r.p("What a fix could save (BenchmarkTreeRead, one tree of n entries, medians): go-git's `Tree.Decode` as pkg/git " +
-		"uses it now, a one-pass parser of the raw bytes, editing one entry's id in the raw bytes without decoding, " +
-		"and hashing the new tree (the floor: git must hash every tree on the changed path).")
+	r.p("Before and after the raw-tree fix, same rounds (medians; speed-up = before ÷ after):")
 	r.p("")
-	r.p("| entries | " + strings.Join(variants, " | ") + " |")
-	r.p("|---" + strings.Repeat("|---", len(variants)) + "|")
-	for _, n := range sizes {
-		row := "| " + n
-		for _, v := range variants {
-			b := r.benches["TreeRead/"+v+"/entries="+n]
-			cell := "—"
-			if b != nil {
-				cell = fmt.Sprintf("%.2f µs, %.0f allocs", b.Median("ns/op")/1e3, b.Median("allocs/op"))
+	r.p("| storage | files | before | after | speed-up | before: × vs 100 files | after: × vs 100 files |")
+	r.p("|---|---|---|---|---|---|---|")
+	for _, st := range []string{"memory", "tmpfs", "disk"} {
+		b100, a100 := r.beforeAfter(st, 100)
+		for _, n := range benchSizes {
+			b, a := r.beforeAfter(st, n)
+			if math.IsNaN(b) {
+				continue
 			}
-			row += " | " + cell
+			r.p("| %s | %s | %s | %s | %.1f× | %s | %s |", st, thousands(n), ns(b), ns(a), b/a, ratio(b/b100), ratio(a/a100))
 		}
-		r.p("%s |", row)
 	}
 	r.p("")
 }
+
+// benchSizes are the repository sizes of bench/gitbench.
+var benchSizes = []int{100, 10000, 50000}
 
 func (r *report) mirror() {
 	m := r.run.Mirror
