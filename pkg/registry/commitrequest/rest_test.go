@@ -10,29 +10,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gitsave/gitsave/pkg/apis/gitsave"
-	"github.com/gitsave/gitsave/pkg/apis/gitsave/install"
 	"github.com/gitsave/gitsave/pkg/apis/gitsave/v1alpha1"
 	"github.com/gitsave/gitsave/pkg/save"
 )
-
-var scheme = func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	install.Install(s)
-	return s
-}()
 
 func newTestREST(t *testing.T, opts Options) (*REST, *clocktesting.FakeClock) {
 	t.Helper()
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	opts.Clock = c
-	return NewREST(scheme, opts), c
+	return NewREST(serverScheme, opts), c
 }
 
 func janeCtx() context.Context {
