@@ -208,6 +208,10 @@ func BenchmarkCommitPushOneFile(b *testing.B) {
 				if _, err := r.Push(context.Background()); err != nil {
 					b.Fatal(err)
 				}
+				// As the branch worker does once the push is reported.
+				if err := r.Persist(); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

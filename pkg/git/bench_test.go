@@ -78,6 +78,9 @@ func BenchmarkCommitAndPushOneFile(b *testing.B) {
 					sub.Fatal(err)
 				}
 				push(sub, r)
+				if err := r.Persist(); err != nil {
+					sub.Fatal(err)
+				}
 				objects += r.LastPush().Objects
 			}
 			sub.ReportMetric(float64(objects)/float64(sub.N), "pushed-objects/op")

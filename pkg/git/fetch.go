@@ -3,7 +3,6 @@ package git
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -44,10 +43,10 @@ func (r *Repo) Fetch(ctx context.Context) (plumbing.Hash, error) {
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := r.setRef(r.tracking, head); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("git: update %s: %w", r.tracking, err)
-	}
 	r.remoteTip, r.remTree = head, tree
+	if err := r.Persist(); err != nil {
+		return plumbing.ZeroHash, err
+	}
 	return head, nil
 }
 

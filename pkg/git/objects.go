@@ -58,16 +58,16 @@ const treeCacheSize = 8 * cache.MiByte
 // objects is the Repo's object layer. New objects stay in memory until the
 // remote has them: a commit writes nothing to the store (no file, no zlib on
 // an on-disk cache), a push sends them from memory, and only then are they
-// written to the store, where the next restart finds them. Commits dropped
-// by ResetToRemote never reach the store at all.
+// written to the store (Repo.Persist), where the next restart finds them.
+// Commits dropped by ResetToRemote never reach the store at all.
 type objects struct {
 	st storage.Storer
 	// pending: created since the remote tip, in creation order; what the next
 	// push sends.
 	pending      map[plumbing.Hash]*rawObject
 	pendingOrder []plumbing.Hash
-	// unstored: pushed, not yet written to st (the write failed; retried at
-	// the next push). Still read from here meanwhile.
+	// unstored: pushed, not yet written to st (store has not run yet, or
+	// failed and is retried). Still read from here meanwhile.
 	unstored map[plumbing.Hash]*rawObject
 	trees    *cache.ObjectLRU
 }
@@ -99,10 +99,9 @@ func (s *objects) dropPending() {
 	s.pending, s.pendingOrder = nil, nil
 }
 
-// pushed moves the pending objects to the store, now that the remote has
-// them. On a write error the rest stay readable in memory and the next call
-// retries them.
-func (s *objects) pushed() error {
+// pushed marks the pending objects as on the remote: they are no longer sent,
+// and store writes them to the store.
+func (s *objects) pushed() {
 	for _, h := range s.pendingOrder {
 		if s.unstored == nil {
 			s.unstored = make(map[plumbing.Hash]*rawObject)
@@ -110,6 +109,11 @@ func (s *objects) pushed() error {
 		s.unstored[h] = s.pending[h]
 	}
 	s.dropPending()
+}
+
+// store writes the pushed objects to the store. On a write error the rest
+// stay readable in memory and the next call retries them.
+func (s *objects) store() error {
 	for h, o := range s.unstored {
 		if _, err := s.st.SetEncodedObject(o); err != nil {
 			return fmt.Errorf("git: store pushed object %s: %w", h, err)
@@ -144,7 +148,7 @@ func (s *objects) read(t plumbing.ObjectType, h plumbing.Hash) (*rawObject, erro
 	if err != nil {
 		return nil, fmt.Errorf("git: read %s %s: %w", t, h, err)
 	}
-	if o, ok := eo.(*rawObject); ok { // memory storage keeps what pushed() stored
+	if o, ok := eo.(*rawObject); ok { // memory storage keeps what store() gave it
 		return o, nil
 	}
 	rd, err := eo.Reader()

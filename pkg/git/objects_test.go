@@ -26,7 +26,7 @@ func (s *failingStore) SetEncodedObject(o plumbing.EncodedObject) (plumbing.Hash
 }
 
 // Objects live in memory until pushed, reach the store after, and a failed
-// store write loses nothing: they stay readable and the next push retries.
+// store write loses nothing: they stay readable and the next store retries.
 func TestObjectsLifecycle(t *testing.T) {
 	st := &failingStore{Storage: memory.NewStorage()}
 	objs := newObjects(st)
@@ -44,24 +44,26 @@ func TestObjectsLifecycle(t *testing.T) {
 	_, err = objs.read(plumbing.TreeObject, blob.Hash())
 	require.ErrorIs(t, err, plumbing.ErrObjectNotFound, "a blob is not a tree")
 
-	st.broken = true
-	require.ErrorContains(t, objs.pushed(), "no space left on device")
+	objs.pushed()
 	assert.Empty(t, objs.pendingOrder, "pushed objects are not sent again")
+	require.ErrorIs(t, st.HasEncodedObject(blob.Hash()), plumbing.ErrObjectNotFound, "pushed is not stored yet")
+	st.broken = true
+	require.ErrorContains(t, objs.store(), "no space left on device")
 	o, err := objs.read(plumbing.BlobObject, blob.Hash())
 	require.NoError(t, err, "still readable from memory")
 	assert.Equal(t, "a: 1\n", string(o.data))
 
 	objs.dropPending() // a reset drops unpushed objects only
 	st.broken = false
-	require.NoError(t, objs.pushed())
+	require.NoError(t, objs.store())
 	assert.Empty(t, objs.unstored)
 	require.NoError(t, st.HasEncodedObject(blob.Hash()))
 	require.NoError(t, st.HasEncodedObject(tree.Hash()))
 }
 
-// With an on-disk cache a commit writes nothing there; after the push the
-// cache is a valid repository holding the commit, and a reset drops what was
-// never pushed without touching the cache.
+// With an on-disk cache neither a commit nor a push writes there; Persist
+// then makes it a valid repository holding the commit, and a reset drops what
+// was never pushed without touching the cache.
 func TestCommitReachesCacheOnlyWhenPushed(t *testing.T) {
 	rm := localRemote(t)
 	cache := t.TempDir()
@@ -69,6 +71,9 @@ func TestCommitReachesCacheOnlyWhenPushed(t *testing.T) {
 	commit(t, r, "one", set("ns/a.yaml", "1"))
 	require.Error(t, gittest.GitErr(cache, "cat-file", "-e", r.Tip().String()), "not in the cache before the push")
 	push(t, r)
+	require.Error(t, gittest.GitErr(cache, "cat-file", "-e", r.Tip().String()), "nor before Persist")
+	assert.Empty(t, gittest.Head(t, cache, "main"), "no ref to an object not stored")
+	require.NoError(t, r.Persist())
 	gittest.Git(t, cache, "cat-file", "-e", r.Tip().String())
 	assert.Equal(t, r.Tip().String(), gittest.Head(t, cache, "main"))
 	assert.Equal(t, r.Tip().String(), gittest.Git(t, cache, "rev-parse", "refs/remotes/origin/main"))

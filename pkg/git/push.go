@@ -74,15 +74,28 @@ func (r *Repo) Push(ctx context.Context) (plumbing.Hash, error) {
 	return r.tip, r.pushed()
 }
 
-// pushed records that the remote branch is now at Tip, and moves the objects
-// it got from memory to the store.
+// pushed records that the remote branch is now at Tip. Nothing is written
+// here, so the caller can report the push first and Persist after.
 func (r *Repo) pushed() error {
 	r.remoteTip, r.remTree = r.tip, r.tipTree
-	if err := r.objs.pushed(); err != nil {
+	r.objs.pushed()
+	return nil
+}
+
+// Persist writes what the remote has accepted to the on-disk cache: the pushed
+// objects, then the tracking ref (so a restart's fetch starts from there) and
+// the local branch. Push does not do it, so a Save is reported as pushed
+// without waiting for the disk; until then the objects are served from memory.
+// After a failure nothing is lost and the next call (or Fetch) retries.
+func (r *Repo) Persist() error {
+	if err := r.objs.store(); err != nil {
 		return err
 	}
-	if err := r.setRef(r.tracking, r.tip); err != nil {
-		return fmt.Errorf("git: update %s: %w", r.tracking, err)
+	if r.storedRemote != r.remoteTip {
+		if err := r.setRef(r.tracking, r.remoteTip); err != nil {
+			return fmt.Errorf("git: update %s: %w", r.tracking, err)
+		}
+		r.storedRemote = r.remoteTip
 	}
 	r.mirrorBranch()
 	return nil

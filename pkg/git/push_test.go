@@ -190,6 +190,7 @@ func TestPushAnswerLost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, r.Tip(), h)
 	assert.Equal(t, r.Tip(), r.RemoteTip())
+	require.NoError(t, r.Persist())
 	assert.Equal(t, r.Tip().String(), gittest.Head(t, cache, "main"))
 	gittest.Git(t, cache, "fsck", "--strict", "--no-progress")
 }

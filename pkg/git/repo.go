@@ -53,8 +53,9 @@ type Repo struct {
 	tip, tipTree       plumbing.Hash
 	remoteTip, remTree plumbing.Hash
 
-	lastPush  PushStats
-	storedTip plumbing.Hash // what the stored local branch points at
+	lastPush PushStats
+	// What the stored refs point at: the tracking ref and the local branch.
+	storedRemote, storedTip plumbing.Hash
 }
 
 // Open prepares the storage, fetches the branch and sets Tip to the remote head.
@@ -95,6 +96,7 @@ func Open(ctx context.Context, o Options) (*Repo, error) {
 	if ref, err := st.Reference(r.tracking); err == nil {
 		if tree, err := r.treeOf(ref.Hash()); err == nil {
 			r.remoteTip, r.remTree = ref.Hash(), tree
+			r.storedRemote = ref.Hash()
 		}
 	}
 	if _, err := r.Fetch(ctx); err != nil {
@@ -134,12 +136,14 @@ func openStorage(dir string, branch plumbing.ReferenceName) (storage.Storer, err
 	return st, nil
 }
 
-// Close releases the storage (open pack files of an on-disk cache).
+// Close persists what was pushed and releases the storage (open pack files
+// of an on-disk cache).
 func (r *Repo) Close() error {
+	err := r.Persist()
 	if c, ok := r.st.(io.Closer); ok {
-		return c.Close()
+		err = errors.Join(err, c.Close())
 	}
-	return nil
+	return err
 }
 
 // Tip is the local branch head; it may be ahead of RemoteTip by unpushed commits.
@@ -156,15 +160,15 @@ func (r *Repo) ResetToRemote() {
 	r.mirrorBranch()
 }
 
-// mirrorBranch points the stored local branch at Tip, for people inspecting
-// the cache with git; only pushed commits are stored, so it follows pushes and
-// resets. r.tip is authoritative: a failed write changes nothing.
+// mirrorBranch points the stored local branch at the remote tip, the last
+// commit whose objects are stored, so people inspecting the cache with git
+// see a valid branch. r.tip is authoritative: a failed write changes nothing.
 func (r *Repo) mirrorBranch() {
-	if r.storedTip == r.tip {
+	if len(r.objs.unstored) > 0 || r.storedTip == r.remoteTip {
 		return
 	}
-	if err := r.setRef(r.branch, r.tip); err == nil {
-		r.storedTip = r.tip
+	if err := r.setRef(r.branch, r.remoteTip); err == nil {
+		r.storedTip = r.remoteTip
 	}
 }
 

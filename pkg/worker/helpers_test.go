@@ -95,6 +95,15 @@ type faults struct {
 	push     []error
 	pushes   int // pushes that reached the real repository
 	attempts int // every push call
+	persist  []error
+	// onPersist, if set, runs at every Persist call (with mu held).
+	onPersist func()
+}
+
+func (f *faults) failPersist(errs ...error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.persist = append(f.persist, errs...)
 }
 
 func (f *faults) failOpen(errs ...error) {
@@ -148,6 +157,19 @@ func (r *faultyRepo) Push(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	return r.Repository.Push(ctx)
+}
+
+func (r *faultyRepo) Persist() error {
+	r.f.mu.Lock()
+	if r.f.onPersist != nil {
+		r.f.onPersist()
+	}
+	err := pop(&r.f.persist)
+	r.f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.Repository.Persist()
 }
 
 // env is a worker on a fake clock, mirroring testTarget into a bare repository.

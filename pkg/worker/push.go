@@ -89,6 +89,11 @@ func (w *Worker) push() {
 		cancel()
 		if err == nil {
 			w.pushed(sha)
+			// After reporting: the Saves do not wait for the disk cache. A
+			// failure loses nothing (the objects stay in memory, retried).
+			if err := w.repo.Persist(); err != nil {
+				w.log.Error(err, "could not write pushed objects to the local cache; will retry")
+			}
 			return
 		}
 		if !errors.Is(err, git.ErrRejected) || round == maxReplays {

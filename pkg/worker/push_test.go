@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gitsave/gitsave/pkg/apis/gitsave/v1alpha1"
 	"github.com/gitsave/gitsave/pkg/git"
+	"github.com/gitsave/gitsave/pkg/save"
 )
 
 // Transient push failures keep every write; waiting requests show
@@ -44,6 +46,37 @@ func TestTransientPushFailureKeepsWritesUntilRecovery(t *testing.T) {
 	assert.Equal(t, 0, s.Unpushed(testTarget))
 	assert.Equal(t, RemoteOK, s.Health)
 	assert.Equal(t, e.head(), s.LastPushedSHA)
+}
+
+// The pushed objects are written to the local cache only after the Save is
+// reported, and a cache that cannot be written fails nothing: the request is
+// Committed and the next push persists again.
+func TestPersistAfterReportAndItsFailureIsHarmless(t *testing.T) {
+	e := newEnv(t)
+	e.faults.failPersist(errors.New("no space left on device"))
+	var atPersist []string
+	var req save.Request
+	e.faults.onPersist = func() { atPersist = append(atPersist, e.rep.last(req.UID).Reason) }
+
+	e.edit("jane", "a", "jane")
+	req = e.request("save", "jane", "First", 0)
+	e.w.Attach(req)
+	e.sync()
+	out := e.rep.terminal(t, req.UID)
+	assert.Equal(t, v1alpha1.ReasonCommitted, out.Reason)
+	assert.Equal(t, e.head(), out.SHA)
+
+	e.edit("jane", "b", "jane")
+	req = e.request("again", "jane", "Second", 0)
+	e.w.Attach(req)
+	e.sync()
+	assert.Equal(t, v1alpha1.ReasonCommitted, e.rep.terminal(t, req.UID).Reason)
+	e.faults.mu.Lock()
+	defer e.faults.mu.Unlock()
+	assert.Equal(t, []string{v1alpha1.ReasonCommitted, v1alpha1.ReasonCommitted}, atPersist,
+		"each Persist runs after its push was reported")
+	assert.Empty(t, e.faults.persist, "the failure was injected")
+	assert.Len(t, e.log(), 2)
 }
 
 // Backoff doubles up to the cap: no attempt before it is due.

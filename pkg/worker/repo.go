@@ -18,6 +18,9 @@ type Repository interface {
 	ListFiles(prefix string) (map[string]plumbing.Hash, error)
 	Push(ctx context.Context) (plumbing.Hash, error)
 	Fetch(ctx context.Context) (plumbing.Hash, error)
+	// Persist writes what was pushed to the local cache; Push leaves it for
+	// after the push has been reported.
+	Persist() error
 	ResetToRemote()
 	Close() error
 }
