@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # make bench: gitsave's benchmarks, with their baselines, in one run.
 #
-#  1. Go benchmarks (bench/gitbench): commit cost against repository size and
-#     against the git CLI, before any control plane runs (a quieter machine);
-#     plus two CPU profiles (100 vs 50,000 files) to show what grows.
+#  1. Go benchmarks, before any control plane runs (a quieter machine):
+#     bench/gitbench (commit cost against repository size and against the git
+#     CLI) and pkg/registry/commitrequest's watch fan-out, each also for
+#     BENCH_BASELINE; plus two CPU profiles (100 vs 50,000 files) to show what
+#     grows.
 #  2. A control plane of its own (hack/local/up.sh with GITSAVE_LOCAL_DIR and
 #     its own ports, never the default instance others run e2e tests on),
 #     started clean, driven by bench/cmd/loaddriver, and stopped again, also
@@ -40,17 +42,22 @@ go build -o "$root/_output/bin/gitsave-apiserver" ./cmd/apiserver
 go build -o "$out/bin/loaddriver" ./bench/cmd/loaddriver
 go build -o "$out/bin/benchreport" ./bench/cmd/benchreport
 go test -c -o "$out/bin/gitbench.test" ./bench/gitbench
+go test -c -o "$out/bin/registry.test" ./pkg/registry/commitrequest
 
-# The commit benchmark of an earlier tree, as that tree wrote it, built from
-# a temporary worktree: before/after figures from the same rounds.
+# The same benchmarks of an earlier tree, built from a temporary worktree:
+# before/after figures from the same rounds. The commit benchmark is that
+# tree's own; the watch fan-out benchmark (newer than it) is this tree's,
+# copied in.
 baseline=${BENCH_BASELINE-3222912}
-rm -f "$out/bin/gitbench-before.test"
+rm -f "$out/bin/gitbench-before.test" "$out/bin/registry-before.test"
 if [[ -n $baseline ]]; then
   if git cat-file -e "$baseline^{commit}" 2>/dev/null; then
     src=$out/baseline-src
     git worktree remove --force "$src" 2>/dev/null || rm -rf "$src"
     git worktree add --quiet --detach "$src" "$baseline"
     (cd "$src" && go test -c -o "$out/bin/gitbench-before.test" ./bench/gitbench)
+    cp pkg/registry/commitrequest/watch_bench_test.go pkg/registry/commitrequest/watchserver_test.go "$src/pkg/registry/commitrequest/"
+    (cd "$src" && go test -c -o "$out/bin/registry-before.test" ./pkg/registry/commitrequest)
     git worktree remove --force "$src"
   else
     say "baseline $baseline is not in this clone: no before/after figures"
@@ -82,6 +89,17 @@ if [[ -z ${BENCH_SKIP_GO:-} || ! -s $out/gobench.txt ]]; then
       fi
       grep -E '^Benchmark' "$out/gobench-round.log" | sed 's/^Benchmark/BenchmarkBefore/' | tee -a "$out/gobench.txt" >&2
     fi
+    for v in registry registry-before; do
+      [[ -x $out/bin/$v.test ]] || continue
+      if ! "$out/bin/$v.test" -test.run '^$' -test.bench '^BenchmarkWatchFanOut' -test.benchmem \
+        -test.benchtime "$benchtime" > "$out/gobench-round.log" 2>&1; then
+        tail -n 30 "$out/gobench-round.log" >&2
+        exit 1
+      fi
+      prefix=Benchmark
+      [[ $v == registry ]] || prefix=BenchmarkBefore
+      grep -E '^Benchmark' "$out/gobench-round.log" | sed "s/^Benchmark/$prefix/" | tee -a "$out/gobench.txt" >&2
+    done
   done
   # The same number of in-memory commits at 100 and at 50,000 files, profiled:
   # the difference is what grows with the repository.
