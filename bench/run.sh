@@ -105,7 +105,7 @@ if [[ -z ${BENCH_SKIP_GO:-} || ! -s $out/gobench.txt ]]; then
   # the difference is what grows with the repository.
   for n in 100 50000; do
     (cd bench/gitbench && GITSAVE_GITBENCH_DIR=$fixtures "$out/bin/gitbench.test" -test.run '^$' \
-      -test.bench "CommitOneFile/storage=memory/files=$n\$" -test.benchtime 20000x \
+      -test.bench "CommitOneFile/storage=memory/files=$n\$" -test.benchtime 200000x \
       -test.cpuprofile "$out/commit-$n.pprof") >/dev/null
   done
   rm -rf "$fixtures"
