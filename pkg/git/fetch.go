@@ -34,7 +34,7 @@ func (r *Repo) Fetch(ctx context.Context) (plumbing.Hash, error) {
 		head = ar.References[r.branch.String()]
 	}
 
-	if !head.IsZero() && r.st.HasEncodedObject(head) != nil {
+	if !head.IsZero() && !r.objs.kept(head) {
 		if err := r.download(ctx, s, ar, head); err != nil {
 			return plumbing.ZeroHash, err
 		}

@@ -123,6 +123,15 @@ func (s *objects) store() error {
 	return nil
 }
 
+// kept reports whether object h is pushed or stored: held for good, unlike
+// a pending object, which a reset drops.
+func (s *objects) kept(h plumbing.Hash) bool {
+	if _, ok := s.unstored[h]; ok {
+		return true
+	}
+	return s.st.HasEncodedObject(h) == nil
+}
+
 // tree returns the raw content of tree h.
 func (s *objects) tree(h plumbing.Hash) ([]byte, error) {
 	if o, ok := s.trees.Get(h); ok {

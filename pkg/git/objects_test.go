@@ -1,6 +1,7 @@
 package git
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -89,4 +90,29 @@ func TestCommitReachesCacheOnlyWhenPushed(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "1", string(got))
 	assert.Equal(t, pushed, r.Tip())
+}
+
+// A fetch that finds the remote at a commit still pending here (its push
+// landed but the answer was lost) downloads it, so the reset that follows
+// does not drop objects the new remote tip needs.
+func TestFetchOfOwnPendingCommitKeepsItsObjects(t *testing.T) {
+	rm := localRemote(t)
+	cache := t.TempDir()
+	r := rm.open(t, cache)
+	commit(t, r, "one", set("ns/a.yaml", "1"))
+	other := rm.open(t, "")
+	require.Equal(t, r.Tip(), commit(t, other, "one", set("ns/a.yaml", "1")).SHA)
+	push(t, other)
+
+	head, err := r.Fetch(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, r.Tip(), head)
+	r.ResetToRemote()
+	got, ok, err := r.ReadFile("ns/a.yaml")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "1", string(got))
+	require.NoError(t, r.Persist())
+	gittest.Git(t, cache, "fsck", "--strict", "--no-progress")
+	assert.Equal(t, head.String(), gittest.Head(t, cache, "main"))
 }
