@@ -12,7 +12,9 @@ fi
 # Leave a control plane that a developer started running; stop one started here.
 source hack/local/lib.sh
 is_running kube-apiserver || trap 'hack/local/down.sh' EXIT
-hack/local/up.sh
+# Test this tree's servers, never binaries left in _output/bin by an earlier build
+# (go build is incremental; up.sh restarts a running server whose binary is newer).
+LOCAL_REBUILD=1 hack/local/up.sh
 mkdir -p _output
 set +e
 GITSAVE_LOCAL_ENV=$LOCAL_DIR/env.sh go test -tags e2e -count=1 -timeout 30m ./test/e2e/... -v >_output/e2e.log 2>&1

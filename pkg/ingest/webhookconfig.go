@@ -12,9 +12,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -66,7 +70,9 @@ type WebhookConfigReconciler struct {
 	Logger        *logr.Logger
 }
 
-// Run reconciles whenever src's watched set changes, retrying failed writes,
+// Run reconciles whenever src's watched set changes, and whenever the
+// configuration itself changes or is deleted (someone else's edit is undone,
+// so writes are never left unattributed for long), retrying failed writes,
 // until ctx ends. It writes nothing before src's first signal, so a restart
 // does not briefly empty the configuration.
 func (r *WebhookConfigReconciler) Run(ctx context.Context, src WatchSource) {
@@ -79,12 +85,22 @@ func (r *WebhookConfigReconciler) Run(ctx context.Context, src WatchSource) {
 		retry = 5 * time.Second
 	}
 	log := r.logger()
+	drift, err := r.watchConfiguration(ctx)
+	if err != nil {
+		log.Error(err, "cannot watch the webhook configuration; it is kept in line with the watched set only", "name", r.name())
+	}
 	var retryC <-chan time.Time
+	started := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-src.WatchChanged():
+			started = true
+		case <-drift:
+			if !started {
+				continue
+			}
 		case <-retryC:
 		}
 		retryC = nil
@@ -93,6 +109,40 @@ func (r *WebhookConfigReconciler) Run(ctx context.Context, src WatchSource) {
 			retryC = clk.After(retry)
 		}
 	}
+}
+
+// watchConfiguration signals (coalesced) every change to the configuration,
+// including gitsave's own writes, which then reconcile to no change.
+func (r *WebhookConfigReconciler) watchConfiguration(ctx context.Context) (<-chan struct{}, error) {
+	if r.Client == nil {
+		return nil, errNoClient
+	}
+	name := r.name()
+	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}))
+	changed := make(chan struct{}, 1)
+	signal := func(obj any) {
+		if o, err := meta.Accessor(obj); err == nil && o.GetName() != name {
+			return
+		}
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	_, err := factory.Admissionregistration().V1().ValidatingWebhookConfigurations().Informer().AddEventHandler(
+		cache.ResourceEventHandlerFuncs{
+			AddFunc:    signal,
+			UpdateFunc: func(_, obj any) { signal(obj) },
+			DeleteFunc: signal,
+		})
+	if err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	return changed, nil
 }
 
 // Reconcile creates or updates the configuration for gvrs in namespaces, only

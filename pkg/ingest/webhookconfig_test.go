@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,4 +126,79 @@ func TestWebhookConfigurationFollowsTheController(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return assert.ObjectsAreEqual([]string{"deployments", "deployments/scale", "configmaps"}, resources())
 	}, wait, tick)
+}
+
+// Someone else's edit or delete of the configuration is undone.
+func TestWebhookConfigurationHealsItself(t *testing.T) {
+	e := newEnv(t)
+	stale := DesiredWebhookConfiguration(DefaultWebhookConfigurationName, serviceClientConfig("CA"), []schema.GroupVersionResource{deployGVR}, []string{"old"})
+	kube := kubefake.NewClientset(stale)
+	api := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	r := &WebhookConfigReconciler{Client: kube, ClientConfig: serviceClientConfig("CA"), Clock: e.clock}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(e.ctx, e.ctrl)
+	}()
+	t.Cleanup(func() {
+		e.cancel()
+		<-done
+	})
+
+	e.addTarget(ns, "dev", "")
+	e.addRule(watchRule(ns, "mirror", "dev", rr([]string{""}, "configmaps")))
+	namespaces := func() []string {
+		cfg, err := api.Get(e.ctx, DefaultWebhookConfigurationName, metav1.GetOptions{})
+		if err != nil || len(cfg.Webhooks) == 0 {
+			return nil
+		}
+		return cfg.Webhooks[0].NamespaceSelector.MatchExpressions[0].Values
+	}
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{ns}, namespaces()) }, wait, tick)
+
+	require.NoError(t, api.Delete(e.ctx, DefaultWebhookConfigurationName, metav1.DeleteOptions{}))
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{ns}, namespaces()) }, wait, tick, "recreated")
+
+	cfg, err := api.Get(e.ctx, DefaultWebhookConfigurationName, metav1.GetOptions{})
+	require.NoError(t, err)
+	cfg.Webhooks[0].NamespaceSelector.MatchExpressions[0].Values = []string{"elsewhere"}
+	_, err = api.Update(e.ctx, cfg, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{ns}, namespaces()) }, wait, tick, "restored")
+	n := writes(kube)
+	require.Never(t, func() bool { return writes(kube) > n }, 300*time.Millisecond, tick, "its own writes do not loop")
+}
+
+// silentSource has not yet said what is watched.
+type silentSource struct{}
+
+func (silentSource) WatchedResources() []schema.GroupVersionResource { return nil }
+func (silentSource) WatchedNamespaces() []string                     { return nil }
+func (silentSource) WatchChanged() <-chan struct{}                   { return nil }
+
+// Until the controller has said what is watched, a change to the configuration
+// writes nothing: a restarting gitsave must not empty it meanwhile.
+func TestWebhookConfigurationWaitsForTheWatchedSet(t *testing.T) {
+	stale := DesiredWebhookConfiguration(DefaultWebhookConfigurationName, serviceClientConfig("CA"), []schema.GroupVersionResource{deployGVR}, []string{"demo"})
+	kube := kubefake.NewClientset(stale)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		(&WebhookConfigReconciler{Client: kube, ClientConfig: serviceClientConfig("CA")}).Run(ctx, silentSource{})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	require.Eventually(t, func() bool {
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "watch" {
+				return true
+			}
+		}
+		return false
+	}, wait, tick, "the configuration is watched")
+	require.NoError(t, kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, DefaultWebhookConfigurationName, metav1.DeleteOptions{}))
+	require.Never(t, func() bool { return writes(kube) > 0 }, 300*time.Millisecond, tick)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,38 +58,55 @@ func TestDeleteRemovesTheFile(t *testing.T) {
 	assert.Equal(t, "jane <jane@users.noreply.gitsave.dev>", log[0].Author, "the delete is jane's")
 }
 
-// A write the attribution webhook never saw (here its configuration is removed for a
-// moment; in a cluster, a webhook call that failed under failurePolicy Ignore) is
-// mirrored under the fallback author. Not parallel: the webhook configuration is
-// shared by every test.
+// A write the attribution webhook never saw is mirrored under the fallback author,
+// and gitsave restores its webhook configuration once it may. Here the
+// configuration is deleted while gitsave lacks the permission to write it (its
+// gitsave:webhook-registration binding is removed); in a cluster, the same
+// happens to a webhook call that failed under failurePolicy Ignore. Not parallel:
+// the webhook configuration is shared by every test.
 func TestWriteWithoutAFactGetsTheFallbackAuthor(t *testing.T) {
 	ns := namespace(t)
 	branch := mirrorWithWindow(t, ns, "dev", "2s")
 	admin := as(t, "admin", "")
-	var saved map[string]interface{}
-	eventually(t, "the webhook configuration covers the namespace", func() bool {
-		out, err := admin.run("", "get", "validatingwebhookconfiguration", "gitsave-attribution", "-o", "json")
-		return err == nil && strings.Contains(out, `"`+ns+`"`) && json.Unmarshal([]byte(out), &saved) == nil
-	})
+	covers := func() bool {
+		out, err := admin.run("", "get", "validatingwebhookconfiguration", "gitsave-attribution", "-o", "jsonpath={.webhooks[0].namespaceSelector}")
+		return err == nil && strings.Contains(out, `"`+ns+`"`)
+	}
+	eventually(t, "the webhook configuration covers the namespace", covers)
+
+	// Deleted while gitsave may write it: restored at once.
 	admin.must("", "delete", "validatingwebhookconfiguration", "gitsave-attribution")
+	eventually(t, "gitsave restores its deleted webhook configuration", covers)
+
+	binding := admin.must("", "get", "clusterrolebinding", "gitsave:webhook-registration", "-o", "json")
+	var saved map[string]interface{}
+	require.NoError(t, json.Unmarshal([]byte(binding), &saved))
+	meta := saved["metadata"].(map[string]interface{})
+	for _, k := range []string{"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"} {
+		delete(meta, k)
+	}
+	restoreBinding, err := json.Marshal(saved)
+	require.NoError(t, err)
 	restored := false
 	restore := func() {
-		if restored {
-			return
+		if !restored {
+			restored = true
+			admin.must(string(restoreBinding), "apply", "-f", "-")
 		}
-		restored = true
-		meta := saved["metadata"].(map[string]interface{})
-		for _, k := range []string{"resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"} {
-			delete(meta, k)
-		}
-		b, err := json.Marshal(saved)
-		require.NoError(t, err)
-		admin.must(string(b), "create", "-f", "-")
 	}
 	defer restore()
 
+	admin.must("", "delete", "clusterrolebinding", "gitsave:webhook-registration")
+	sa := "system:serviceaccount:gitsave-system:gitsave-apiserver"
+	eventually(t, "gitsave may no longer write webhook configurations", func() bool {
+		out, _ := admin.run("", "auth", "can-i", "create", "validatingwebhookconfigurations.admissionregistration.k8s.io", "--as", sa)
+		return slices.Contains(strings.Split(out, "\n"), "no") // among warnings on stderr
+	})
+	admin.must("", "delete", "validatingwebhookconfiguration", "gitsave-attribution")
 	as(t, "jane", ns).must(configMap("unseen", "1"), "apply", "-f", "-")
+
 	restore()
+	eventually(t, "gitsave restores its webhook configuration once it may", covers)
 	eventually(t, "the silence timer committed the edit", func() bool { return len(commits(t, branch)) == 1 })
 	log := commits(t, branch)
 	assert.Equal(t, "gitsave:unattributed <gitsave:unattributed@users.noreply.gitsave.dev>", log[0].Author)
