@@ -40,7 +40,7 @@ type ExtraConfig struct {
 	KubeClient kubernetes.Interface
 	// Dynamic watches the mirrored resources; nil when standalone.
 	Dynamic dynamic.Interface
-	// DataDir keeps repository caches and the journal.
+	// DataDir keeps the repository caches ("" keeps them in memory).
 	DataDir string
 	// FactTTL, FallbackAuthor and SettleTimeout configure attribution (see Options).
 	FactTTL        time.Duration
@@ -128,6 +128,15 @@ func (c *Config) New() (*Server, error) {
 	return s, nil
 }
 
+// repositoryCaches is where the branch workers keep their repository caches
+// under --data-dir; "" keeps them in memory.
+func repositoryCaches(dataDir string) string {
+	if dataDir == "" {
+		return ""
+	}
+	return filepath.Join(dataDir, "repositories")
+}
+
 // runWorkers connects the branch workers: CommitRequests are attached to them, their
 // progress comes back as status, and GitProvider/GitTarget status is written. The
 // workers stop (finalizing and pushing what they hold) before the server exits.
@@ -137,7 +146,7 @@ func (s *Server) runWorkers() error {
 		Providers: config.GitProviders(),
 		Targets:   config.GitTargets(),
 		Secrets:   worker.SecretsFromClient(s.Extra.KubeClient),
-		DataDir:   filepath.Join(s.Extra.DataDir, "repositories"),
+		DataDir:   repositoryCaches(s.Extra.DataDir),
 		Reporter:  s.CommitRequests,
 		Worker:    worker.Config{SettleTimeout: s.Extra.SettleTimeout},
 	})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	netutils "k8s.io/utils/net"
 
 	"github.com/gitsave/gitsave/pkg/apis/gitsave/v1alpha1"
@@ -37,10 +38,16 @@ type Options struct {
 	Retention time.Duration
 	// WatchHistory is how many changes a watch can resume across.
 	WatchHistory int
-	// DataDir keeps repository caches and the journal.
+	// DataDir keeps the repository caches ("" keeps them in memory).
 	DataDir string
 	// Attribution configures the admission webhook that records who made each edit.
 	Attribution AttributionOptions
+	// KubeAPIQPS and KubeAPIBurst limit gitsave's own requests to the cluster
+	// (lists of watched resources, Secrets, status writes, the webhook
+	// configuration); client-go's defaults (5, 10) make a start with many
+	// targets wait on the client side.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 }
 
 // AttributionOptions configure authorship of mirrored edits.
@@ -69,6 +76,8 @@ func NewOptions() *Options {
 		Retention:    time.Hour,
 		WatchHistory: 1000,
 		DataDir:      "/var/lib/gitsave",
+		KubeAPIQPS:   50,
+		KubeAPIBurst: 100,
 		Attribution: AttributionOptions{
 			FactTTL:        30 * time.Second,
 			FallbackAuthor: "gitsave:unattributed",
@@ -89,7 +98,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"How long a CommitRequest is kept after it reached its outcome.")
 	fs.IntVar(&o.WatchHistory, "watch-history", o.WatchHistory,
 		"How many changes to CommitRequests are kept for watches resuming from a resourceVersion; older ones get 410 Gone.")
-	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Folder for repository caches and the request journal.")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Folder for the repository caches (empty: keep them in memory).")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second gitsave's own clients may send to the cluster's API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests gitsave's own clients may send to the cluster's API server.")
 	a := &o.Attribution
 	fs.StringVar(&a.WebhookURL, "attribution-webhook-url", a.WebhookURL,
 		"URL the kube-apiserver calls for the attribution admission webhook (path "+AttributionWebhookPath+"); gitsave keeps a ValidatingWebhookConfiguration pointing there.")
@@ -113,6 +124,9 @@ func (o *Options) Validate() error {
 	}
 	if o.WatchHistory < 1 {
 		errs = append(errs, fmt.Errorf("--watch-history must be at least 1"))
+	}
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive and --kube-api-burst at least 1"))
 	}
 	a := o.Attribution
 	if a.WebhookURL != "" && a.WebhookService != "" {
@@ -171,13 +185,18 @@ func (o *Options) Config() (*Config, error) {
 	// generic.ClientConfig is the cluster connection from --kubeconfig (or in-cluster);
 	// standalone without --kubeconfig has none.
 	if generic.ClientConfig != nil {
-		if cfg.Extra.ConfigClient, err = configclientset.NewForConfig(generic.ClientConfig); err != nil {
+		// gitsave's own clients: their own rate limits and user agent; the
+		// generic server's config is left as it is.
+		rc := rest.CopyConfig(generic.ClientConfig)
+		rc.QPS, rc.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+		rc = rest.AddUserAgent(rc, "gitsave-apiserver")
+		if cfg.Extra.ConfigClient, err = configclientset.NewForConfig(rc); err != nil {
 			return nil, err
 		}
-		if cfg.Extra.KubeClient, err = kubernetes.NewForConfig(generic.ClientConfig); err != nil {
+		if cfg.Extra.KubeClient, err = kubernetes.NewForConfig(rc); err != nil {
 			return nil, err
 		}
-		if cfg.Extra.Dynamic, err = dynamic.NewForConfig(generic.ClientConfig); err != nil {
+		if cfg.Extra.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
 			return nil, err
 		}
 	}
