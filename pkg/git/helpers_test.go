@@ -67,3 +67,13 @@ func push(t testing.TB, r *Repo) {
 	_, err := r.Push(context.Background())
 	require.NoError(t, err)
 }
+
+// landElsewhere commits the same change as r's last commit (same content,
+// identities, time and message, so the same SHA) through another Repo and
+// pushes it: as if r's own push had landed with its answer lost.
+func landElsewhere(t testing.TB, rm remote, r *Repo, msg string, c Change) {
+	t.Helper()
+	other := rm.open(t, "")
+	require.Equal(t, r.Tip(), commit(t, other, msg, c).SHA)
+	push(t, other)
+}

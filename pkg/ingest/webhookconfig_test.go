@@ -28,6 +28,19 @@ func getWebhookConfig(t *testing.T, kube *kubefake.Clientset) *admissionregistra
 	return cfg
 }
 
+// runReconciler runs r until the test ends (cancel, then wait for Run to return).
+func runReconciler(t *testing.T, ctx context.Context, cancel context.CancelFunc, r *WebhookConfigReconciler, src WatchSource) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx, src)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
 func writes(kube *kubefake.Clientset) int {
 	n := 0
 	for _, a := range kube.Actions() {
@@ -96,15 +109,7 @@ func TestWebhookConfigurationFollowsTheController(t *testing.T) {
 	e := newEnv(t)
 	kube := kubefake.NewClientset()
 	r := &WebhookConfigReconciler{Client: kube, ClientConfig: serviceClientConfig("CA"), Clock: e.clock}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Run(e.ctx, e.ctrl)
-	}()
-	t.Cleanup(func() {
-		e.cancel()
-		<-done
-	})
+	runReconciler(t, e.ctx, e.cancel, r, e.ctrl)
 
 	resources := func() []string {
 		cfg, err := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(e.ctx, DefaultWebhookConfigurationName, metav1.GetOptions{})
@@ -135,15 +140,7 @@ func TestWebhookConfigurationHealsItself(t *testing.T) {
 	kube := kubefake.NewClientset(stale)
 	api := kube.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	r := &WebhookConfigReconciler{Client: kube, ClientConfig: serviceClientConfig("CA"), Clock: e.clock}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		r.Run(e.ctx, e.ctrl)
-	}()
-	t.Cleanup(func() {
-		e.cancel()
-		<-done
-	})
+	runReconciler(t, e.ctx, e.cancel, r, e.ctrl)
 
 	e.addTarget(ns, "dev", "")
 	e.addRule(watchRule(ns, "mirror", "dev", rr([]string{""}, "configmaps")))
@@ -182,15 +179,7 @@ func TestWebhookConfigurationWaitsForTheWatchedSet(t *testing.T) {
 	stale := DesiredWebhookConfiguration(DefaultWebhookConfigurationName, serviceClientConfig("CA"), []schema.GroupVersionResource{deployGVR}, []string{"demo"})
 	kube := kubefake.NewClientset(stale)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		(&WebhookConfigReconciler{Client: kube, ClientConfig: serviceClientConfig("CA")}).Run(ctx, silentSource{})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	runReconciler(t, ctx, cancel, &WebhookConfigReconciler{Client: kube, ClientConfig: serviceClientConfig("CA")}, silentSource{})
 	require.Eventually(t, func() bool {
 		for _, a := range kube.Actions() {
 			if a.GetVerb() == "watch" {
