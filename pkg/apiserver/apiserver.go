@@ -35,10 +35,6 @@ type ExtraConfig struct {
 	// ConfigClient reads GitProviders, GitTargets and WatchRules; nil when the server
 	// runs standalone without a cluster.
 	ConfigClient configclientset.Interface
-	// StatusClient writes GitTarget and GitProvider status under a rate limit of
-	// its own, so a burst of status writes never delays the reads the workers
-	// and the ingest wait on; ConfigClient when nil.
-	StatusClient configclientset.Interface
 	// KubeClient reads Secrets, discovers resources and manages the webhook
 	// configuration; nil when standalone.
 	KubeClient kubernetes.Interface
@@ -159,11 +155,7 @@ func (s *Server) runWorkers() error {
 	}
 	s.Workers = manager
 	s.CommitRequests.SetSaver(manager)
-	statusClient := s.Extra.StatusClient
-	if statusClient == nil {
-		statusClient = s.Extra.ConfigClient
-	}
-	status := &worker.StatusWriter{Client: statusClient, Manager: manager}
+	status := &worker.StatusWriter{Client: s.Extra.ConfigClient, Manager: manager}
 
 	if s.Extra.Dynamic != nil {
 		s.Ingest, err = ingest.NewController(ingest.Config{

@@ -69,13 +69,6 @@ type AttributionOptions struct {
 	SettleTimeout time.Duration
 }
 
-// statusShare: GitTarget and GitProvider status writes get 1/statusShare of
-// --kube-api-qps and --kube-api-burst, on a limiter of their own. They are
-// informational and come in bursts (every changed target, every 5 s): on a
-// busy control plane, unlimited, they cost Saves latency (see
-// docs/benchmarks.md); limited, a status is at most a few seconds late.
-const statusShare = 5
-
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	o := &Options{
@@ -106,10 +99,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WatchHistory, "watch-history", o.WatchHistory,
 		"How many changes to CommitRequests are kept for watches resuming from a resourceVersion; older ones get 410 Gone.")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Folder for the repository caches (empty: keep them in memory).")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
-		"Queries per second gitsave's own clients may send to the cluster's API server; status writes get a fifth of it, on a limiter of their own.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
-		"Burst of requests gitsave's own clients may send to the cluster's API server; status writes get a fifth of it.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second gitsave's own clients may send to the cluster's API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests gitsave's own clients may send to the cluster's API server.")
 	a := &o.Attribution
 	fs.StringVar(&a.WebhookURL, "attribution-webhook-url", a.WebhookURL,
 		"URL the kube-apiserver calls for the attribution admission webhook (path "+AttributionWebhookPath+"); gitsave keeps a ValidatingWebhookConfiguration pointing there.")
@@ -206,11 +197,6 @@ func (o *Options) Config() (*Config, error) {
 			return nil, err
 		}
 		if cfg.Extra.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
-			return nil, err
-		}
-		status := rest.CopyConfig(rc)
-		status.QPS, status.Burst = o.KubeAPIQPS/statusShare, max(o.KubeAPIBurst/statusShare, 1)
-		if cfg.Extra.StatusClient, err = configclientset.NewForConfig(status); err != nil {
 			return nil, err
 		}
 	}
