@@ -48,7 +48,8 @@ func (r *Repo) Push(ctx context.Context) (plumbing.Hash, error) {
 	case r.remoteTip:
 	case r.tip:
 		// An earlier attempt landed but its answer was lost.
-		return r.tip, r.pushed()
+		r.pushed()
+		return r.tip, nil
 	default:
 		return plumbing.ZeroHash, fmt.Errorf("%w: remote %s is at %s, expected %s",
 			ErrRejected, r.branch, short(cur), short(r.remoteTip))
@@ -71,15 +72,15 @@ func (r *Repo) Push(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	r.lastPush = stats
-	return r.tip, r.pushed()
+	r.pushed()
+	return r.tip, nil
 }
 
 // pushed records that the remote branch is now at Tip. Nothing is written
 // here, so the caller can report the push first and Persist after.
-func (r *Repo) pushed() error {
+func (r *Repo) pushed() {
 	r.remoteTip, r.remTree = r.tip, r.tipTree
 	r.objs.pushed()
-	return nil
 }
 
 // Persist writes what the remote has accepted to the on-disk cache: the pushed
